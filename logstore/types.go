@@ -1,0 +1,30 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// TopicPartition names one partition's log, as Kafka's TopicPartition does.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// Errors the broker maps to Kafka error codes (broker/errors.go holds that one table).
+var (
+	ErrCorruptMessage      = errors.New("logstore: corrupt message")            // CORRUPT_MESSAGE (2)
+	ErrMessageTooLarge     = errors.New("logstore: message too large")          // MESSAGE_TOO_LARGE (10)
+	ErrRecordListTooLarge  = errors.New("logstore: record list too large")      // RECORD_LIST_TOO_LARGE (18)
+	ErrInvalidRecord       = errors.New("logstore: invalid record")             // INVALID_RECORD (87)
+	ErrInvalidTimestamp    = errors.New("logstore: invalid timestamp")          // INVALID_TIMESTAMP (32)
+	ErrOffsetOutOfRange    = errors.New("logstore: offset out of range")        // OFFSET_OUT_OF_RANGE (1)
+	ErrUnsupportedForMagic = errors.New("logstore: unsupported message format") // UNSUPPORTED_FOR_MESSAGE_FORMAT (43)
+	ErrKafkaStorage        = errors.New("logstore: log dir offline")            // KAFKA_STORAGE_ERROR (56)
+	ErrInvalidConfig       = errors.New("logstore: invalid config")             // INVALID_CONFIG (40)
+	ErrLogDirLocked        = errors.New("logstore: log dir is locked by another process")
+	ErrMetaMismatch        = errors.New("logstore: meta.properties does not match this broker")
+	ErrClosed              = errors.New("logstore: log closed")
+)
