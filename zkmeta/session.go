@@ -1,0 +1,681 @@
+package zkmeta
+
+// Session and watch plumbing (Kafka's ZooKeeperClient): connection, chroot, state tracking,
+// session expiry, one-shot watches delivered as events, retry on connection loss.
+//
+// go-zookeeper keeps one *zk.Conn for the client's life: it reconnects by itself (same session
+// while the server still knows it) and, after the server reports the session expired, opens
+// a new session on the same Conn. We turn its state callbacks into SessionEvents.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/sirupsen/logrus"
+)
+
+// SessionEventType says what happened to the ZooKeeper session.
+type SessionEventType int
+
+const (
+	// SessionExpired: the server expired our session. Ephemeral nodes (broker registration,
+	// /controller) and all watches are gone. A controller must resign.
+	SessionExpired SessionEventType = iota + 1
+	// SessionReestablished: a new session is up after an expiry. Re-register the broker
+	// (ReRegisterBroker), re-arm watches, re-run the controller election.
+	SessionReestablished
+)
+
+func (t SessionEventType) String() string {
+	switch t {
+	case SessionExpired:
+		return "SessionExpired"
+	case SessionReestablished:
+		return "SessionReestablished"
+	}
+	return fmt.Sprintf("SessionEventType(%d)", int(t))
+}
+
+// SessionEvent is delivered on the channels returned by SessionEvents.
+type SessionEvent struct {
+	Type      SessionEventType
+	SessionID int64 // the expired session (SessionExpired) or the new one (SessionReestablished)
+}
+
+// EventType is the type of a watch event.
+type EventType int
+
+const (
+	EventNodeCreated EventType = iota + 1
+	EventNodeDeleted
+	EventNodeDataChanged
+	EventNodeChildrenChanged
+	// EventNotWatching: the watch was dropped without firing (session expired, client closed);
+	// Event.Err says why (ErrSessionExpired, ErrClosed). Re-read and re-arm if still relevant.
+	EventNotWatching
+)
+
+func (t EventType) String() string {
+	switch t {
+	case EventNodeCreated:
+		return "NodeCreated"
+	case EventNodeDeleted:
+		return "NodeDeleted"
+	case EventNodeDataChanged:
+		return "NodeDataChanged"
+	case EventNodeChildrenChanged:
+		return "NodeChildrenChanged"
+	case EventNotWatching:
+		return "NotWatching"
+	}
+	return fmt.Sprintf("EventType(%d)", int(t))
+}
+
+// Event is one fired watch. Path is chroot-relative.
+type Event struct {
+	Type EventType
+	Path string
+	Err  error
+}
+
+// Stat is a znode's stat. Version is the data version ("zkVersion").
+type Stat struct {
+	Czxid, Mzxid   int64
+	Ctime, Mtime   int64
+	Version        int32
+	Cversion       int32
+	EphemeralOwner int64
+	DataLength     int32
+	NumChildren    int32
+}
+
+func toStat(s *zk.Stat) Stat {
+	if s == nil {
+		return Stat{}
+	}
+	return Stat{Czxid: s.Czxid, Mzxid: s.Mzxid, Ctime: s.Ctime, Mtime: s.Mtime, Version: s.Version,
+		Cversion: s.Cversion, EphemeralOwner: s.EphemeralOwner, DataLength: s.DataLength, NumChildren: s.NumChildren}
+}
+
+// CreateMode of a new znode.
+type CreateMode int32
+
+const (
+	Persistent           CreateMode = CreateMode(zk.FlagPersistent)
+	Ephemeral            CreateMode = CreateMode(zk.FlagEphemeral)
+	PersistentSequential CreateMode = CreateMode(zk.FlagSequence)
+	EphemeralSequential  CreateMode = CreateMode(zk.FlagEphemeralSequential)
+)
+
+var openACL = zk.WorldACL(zk.PermAll)
+
+// Client is samsa's KafkaZkClient. Safe for concurrent use. Close stops its goroutines.
+type Client struct {
+	conn           *zk.Conn
+	chroot         string // "" or "/kafka"; prefixed to every path
+	sessionTimeout time.Duration
+	log            *logrus.Entry
+	now            func() time.Time
+
+	quit        chan struct{}
+	sessionDone chan struct{}
+	connected   chan struct{} // closed once the first session is up
+	closeOnce   sync.Once
+	watchers    sync.WaitGroup // one goroutine per armed watch
+
+	// Raw go-zookeeper events, queued by its callback (which must not block).
+	evMu     sync.Mutex
+	evQueue  []zk.Event
+	evSignal chan struct{}
+
+	mu struct {
+		sync.Mutex
+		closed       bool
+		sessionID    int64
+		prevSessions []int64 // expired sessions of this client (ZOOKEEPER-2985 workaround)
+		expired      bool
+		hadSession   bool
+		lastState    zk.State
+		stateCh      chan struct{} // closed and replaced on every state change
+		subs         []chan SessionEvent
+		registered   *BrokerInfo // last RegisterBroker, for ReRegisterBroker
+	}
+}
+
+// Connect opens a session with the ensemble in connect ("host:port,host:port[/chroot]"),
+// waits for it (bounded by ctx: Kafka's zookeeper.connection.timeout.ms), and creates the
+// chroot if missing. log should carry component=zkmeta or it gets it.
+func Connect(ctx context.Context, connect string, sessionTimeout time.Duration, log *logrus.Entry) (*Client, error) {
+	servers, chroot, err := parseConnect(connect)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	log = log.WithField("component", "zkmeta")
+	c := &Client{
+		chroot:         chroot,
+		sessionTimeout: sessionTimeout,
+		log:            log,
+		now:            time.Now,
+		quit:           make(chan struct{}),
+		sessionDone:    make(chan struct{}),
+		connected:      make(chan struct{}),
+		evSignal:       make(chan struct{}, 1),
+	}
+	c.mu.stateCh = make(chan struct{})
+	conn, _, err := zk.Connect(servers, sessionTimeout,
+		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithEventCallback(c.onZKEvent))
+	if err != nil {
+		return nil, fmt.Errorf("zkmeta: connect %s: %w", connect, err)
+	}
+	c.conn = conn
+	go c.sessionLoop()
+
+	select {
+	case <-c.connected:
+	case <-ctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("zkmeta: timed out waiting for a ZooKeeper session with %s: %w", connect, ctx.Err())
+	}
+	if chroot != "" {
+		// Kafka creates the chroot with a client that has no chroot (KafkaServer.initZkClient).
+		if err := c.do(func() error { return c.createRecursiveAbs(chroot, nil) }); err != nil && !errors.Is(err, ErrNodeExists) {
+			c.Close()
+			return nil, fmt.Errorf("zkmeta: create chroot %s: %w", chroot, err)
+		}
+	}
+	log.WithFields(logrus.Fields{"zk_connect": connect, "session_id": fmt.Sprintf("0x%x", c.SessionID())}).Info("connected to ZooKeeper")
+	return c, nil
+}
+
+// parseConnect splits "h1:p1,h2:p2/chroot".
+func parseConnect(connect string) (servers []string, chroot string, err error) {
+	hosts := connect
+	if i := strings.IndexByte(connect, '/'); i >= 0 {
+		hosts, chroot = connect[:i], connect[i:]
+		chroot = strings.TrimRight(chroot, "/")
+		if strings.Contains(chroot, "//") {
+			return nil, "", fmt.Errorf("zkmeta: invalid chroot in zookeeper.connect %q", connect)
+		}
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			servers = append(servers, h)
+		}
+	}
+	if len(servers) == 0 {
+		return nil, "", fmt.Errorf("zkmeta: no servers in zookeeper.connect %q", connect)
+	}
+	return servers, chroot, nil
+}
+
+// Close ends the session (its ephemeral nodes go at once), fires EventNotWatching on all armed
+// watches, closes the SessionEvents channels, and waits for the client's goroutines.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.mu.closed = true
+		c.mu.Unlock()
+		close(c.quit)
+		c.conn.Close()
+		<-c.sessionDone
+		c.watchers.Wait()
+		c.mu.Lock()
+		for _, ch := range c.mu.subs {
+			close(ch)
+		}
+		c.mu.subs = nil
+		c.mu.Unlock()
+		c.log.Info("closed ZooKeeper client")
+	})
+	return nil
+}
+
+// SessionID is the current session id (0 while none).
+func (c *Client) SessionID() int64 { return c.conn.SessionID() }
+
+// SessionTimeout is the session timeout the client asked for.
+func (c *Client) SessionTimeout() time.Duration { return c.sessionTimeout }
+
+// Connected reports whether the client has a live session right now.
+func (c *Client) Connected() bool { return c.conn.State() == zk.StateHasSession }
+
+// State is the connection state's name (e.g. "StateHasSession", "StateDisconnected").
+func (c *Client) State() string { return c.conn.State().String() }
+
+// Chroot is the chroot from zookeeper.connect ("" if none).
+func (c *Client) Chroot() string { return c.chroot }
+
+// SessionEvents returns a new channel that receives every later session event (each caller
+// gets its own; broker and controller can both listen). Buffered; a reader that falls 64
+// events behind loses events (logged). Closed by Close.
+func (c *Client) SessionEvents() <-chan SessionEvent {
+	ch := make(chan SessionEvent, 64)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		close(ch)
+		return ch
+	}
+	c.mu.subs = append(c.mu.subs, ch)
+	return ch
+}
+
+// onZKEvent runs on go-zookeeper's goroutines: queue and return.
+func (c *Client) onZKEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return // watch events reach us through the per-watch channels
+	}
+	c.evMu.Lock()
+	c.evQueue = append(c.evQueue, ev)
+	c.evMu.Unlock()
+	select {
+	case c.evSignal <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) sessionLoop() {
+	defer close(c.sessionDone)
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.evSignal:
+		}
+		c.evMu.Lock()
+		evs := c.evQueue
+		c.evQueue = nil
+		c.evMu.Unlock()
+		for _, ev := range evs {
+			c.handleState(ev.State)
+		}
+	}
+}
+
+func (c *Client) handleState(st zk.State) {
+	var publish *SessionEvent
+	c.mu.Lock()
+	switch st {
+	case zk.StateHasSession:
+		sid := c.conn.SessionID()
+		newSession := c.mu.expired || (c.mu.sessionID != 0 && sid != 0 && sid != c.mu.sessionID)
+		first := !c.mu.hadSession
+		c.mu.hadSession = true
+		c.mu.sessionID = sid
+		c.mu.expired = false
+		switch {
+		case first:
+			close(c.connected)
+		case newSession:
+			c.log.WithField("session_id", fmt.Sprintf("0x%x", sid)).Info("new ZooKeeper session established after expiry")
+			publish = &SessionEvent{Type: SessionReestablished, SessionID: sid}
+		default:
+			c.log.WithField("session_id", fmt.Sprintf("0x%x", sid)).Info("reconnected to ZooKeeper")
+		}
+	case zk.StateExpired:
+		old := c.mu.sessionID
+		if old != 0 {
+			c.mu.prevSessions = append(c.mu.prevSessions, old)
+		}
+		c.mu.expired = true
+		c.log.WithField("session_id", fmt.Sprintf("0x%x", old)).Warn("ZooKeeper session expired")
+		publish = &SessionEvent{Type: SessionExpired, SessionID: old}
+	case zk.StateDisconnected:
+		if c.mu.lastState == zk.StateHasSession && !c.mu.closed {
+			c.log.Warn("disconnected from ZooKeeper; reconnecting")
+		}
+	case zk.StateAuthFailed:
+		c.log.Error("ZooKeeper authentication failed")
+	}
+	c.mu.lastState = st
+	close(c.mu.stateCh)
+	c.mu.stateCh = make(chan struct{})
+	if publish != nil {
+		for _, ch := range c.mu.subs {
+			select {
+			case ch <- *publish:
+			default:
+				c.log.WithField("event", publish.Type.String()).Error("session event dropped: subscriber not reading")
+			}
+		}
+	}
+	c.mu.Unlock()
+}
+
+// waitConnected blocks until there is a session or the client closes.
+func (c *Client) waitConnected() error {
+	for {
+		c.mu.Lock()
+		ch, closed := c.mu.stateCh, c.mu.closed
+		c.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		if c.conn.State() == zk.StateHasSession {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-c.quit:
+			return ErrClosed
+		// go-zookeeper may reach HasSession before our loop processed it; re-check now and then.
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// do runs op, retrying after connection loss once connected again (Kafka's
+// retryRequestsUntilConnected). Other errors, session expiry included, are returned.
+func (c *Client) do(op func() error) error {
+	for {
+		err := op()
+		if err == nil || !errors.Is(err, ErrConnectionLoss) {
+			return err
+		}
+		c.mu.Lock()
+		closed := c.mu.closed
+		c.mu.Unlock()
+		if closed {
+			return fmt.Errorf("%w (%v)", ErrClosed, err)
+		}
+		c.log.WithError(err).Debug("retrying ZooKeeper request after connection loss")
+		if werr := c.waitConnected(); werr != nil {
+			return werr
+		}
+	}
+}
+
+// ---- chroot ----
+
+func (c *Client) abs(p string) string {
+	if c.chroot == "" {
+		return p
+	}
+	if p == "/" {
+		return c.chroot
+	}
+	return c.chroot + p
+}
+
+func (c *Client) rel(p string) string {
+	if c.chroot == "" {
+		return p
+	}
+	if p == c.chroot {
+		return "/"
+	}
+	return strings.TrimPrefix(p, c.chroot)
+}
+
+// ---- plain znode operations (chroot-relative paths) ----
+
+// Get reads a znode.
+func (c *Client) Get(path string) ([]byte, Stat, error) {
+	var data []byte
+	var st *zk.Stat
+	err := c.do(func() (err error) {
+		data, st, err = c.conn.Get(c.abs(path))
+		return mapErr("get", path, err)
+	})
+	return data, toStat(st), err
+}
+
+// Exists reports whether a znode exists.
+func (c *Client) Exists(path string) (bool, Stat, error) {
+	var ok bool
+	var st *zk.Stat
+	err := c.do(func() (err error) {
+		ok, st, err = c.conn.Exists(c.abs(path))
+		return mapErr("exists", path, err)
+	})
+	return ok, toStat(st), err
+}
+
+// Children lists a znode's children (names, unsorted as ZooKeeper returns them).
+func (c *Client) Children(path string) ([]string, error) {
+	var ch []string
+	err := c.do(func() (err error) {
+		ch, _, err = c.conn.Children(c.abs(path))
+		return mapErr("children", path, err)
+	})
+	return ch, err
+}
+
+// Create creates a znode with open ACLs and returns its chroot-relative path (with the
+// sequence suffix for sequential modes). Parents must exist.
+func (c *Client) Create(path string, data []byte, mode CreateMode) (string, error) {
+	var created string
+	err := c.do(func() (err error) {
+		created, err = c.conn.Create(c.abs(path), data, int32(mode), openACL)
+		return mapErr("create", path, err)
+	})
+	if err != nil {
+		return "", err
+	}
+	return c.rel(created), nil
+}
+
+// CreateRecursive creates a persistent znode and its missing parents (parents get null
+// data). ErrNodeExists if the node itself exists.
+func (c *Client) CreateRecursive(path string, data []byte) error {
+	return c.do(func() error { return c.createRecursiveAbs(c.abs(path), data) })
+}
+
+// createRecursiveAbs works on absolute paths (used for the chroot itself).
+func (c *Client) createRecursiveAbs(abs string, data []byte) error {
+	_, err := c.conn.Create(abs, data, zk.FlagPersistent, openACL)
+	if errors.Is(err, zk.ErrNoNode) {
+		parent := abs[:strings.LastIndexByte(abs, '/')]
+		if parent != "" {
+			if perr := c.createRecursiveAbs(parent, nil); perr != nil && !errors.Is(perr, ErrNodeExists) {
+				return perr
+			}
+		}
+		_, err = c.conn.Create(abs, data, zk.FlagPersistent, openACL)
+	}
+	return mapErr("create", c.rel(abs), err)
+}
+
+// Set writes data if the version matches (-1 = any) and returns the new stat.
+func (c *Client) Set(path string, data []byte, version int32) (Stat, error) {
+	var st *zk.Stat
+	err := c.do(func() (err error) {
+		st, err = c.conn.Set(c.abs(path), data, version)
+		return mapErr("set", path, err)
+	})
+	return toStat(st), err
+}
+
+// Delete deletes a znode if the version matches (-1 = any).
+func (c *Client) Delete(path string, version int32) error {
+	return c.do(func() error { return mapErr("delete", path, c.conn.Delete(c.abs(path), version)) })
+}
+
+// DeleteRecursive deletes a znode and everything under it; a missing node is no error.
+func (c *Client) DeleteRecursive(path string) error {
+	return c.deleteRecursive(path, -1)
+}
+
+func (c *Client) deleteRecursive(path string, ctrlEpochZkVersion int32) error {
+	children, err := c.Children(path)
+	if errors.Is(err, ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, ch := range children {
+		if err := c.deleteRecursive(path+"/"+ch, ctrlEpochZkVersion); err != nil {
+			return err
+		}
+	}
+	if ctrlEpochZkVersion >= 0 {
+		_, err = c.checkedMulti("delete", path, ctrlEpochZkVersion, &zk.DeleteRequest{Path: c.abs(path), Version: -1})
+	} else {
+		err = c.Delete(path, -1)
+	}
+	if errors.Is(err, ErrNoNode) {
+		return nil
+	}
+	if errors.Is(err, ErrNotEmpty) { // a child appeared meanwhile: go again
+		return c.deleteRecursive(path, ctrlEpochZkVersion)
+	}
+	return err
+}
+
+// ---- watches ----
+
+// GetW reads a znode and arms a one-shot data watch (fires on data change or deletion).
+func (c *Client) GetW(path string) ([]byte, int32, <-chan Event, error) {
+	var data []byte
+	var st *zk.Stat
+	var zch <-chan zk.Event
+	err := c.do(func() (err error) {
+		data, st, zch, err = c.conn.GetW(c.abs(path))
+		return mapErr("get", path, err)
+	})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ch, err := c.forward(zch)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return data, st.Version, ch, nil
+}
+
+// ExistsW reports whether a znode exists and arms a one-shot watch (creation, data change,
+// deletion). Armed also when the node does not exist.
+func (c *Client) ExistsW(path string) (bool, <-chan Event, error) {
+	var ok bool
+	var zch <-chan zk.Event
+	err := c.do(func() (err error) {
+		ok, _, zch, err = c.conn.ExistsW(c.abs(path))
+		return mapErr("exists", path, err)
+	})
+	if err != nil {
+		return false, nil, err
+	}
+	ch, err := c.forward(zch)
+	return ok, ch, err
+}
+
+// ChildrenW lists children and arms a one-shot child watch (children change or deletion).
+func (c *Client) ChildrenW(path string) ([]string, <-chan Event, error) {
+	var children []string
+	var zch <-chan zk.Event
+	err := c.do(func() (err error) {
+		children, _, zch, err = c.conn.ChildrenW(c.abs(path))
+		return mapErr("children", path, err)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := c.forward(zch)
+	return children, ch, err
+}
+
+// forward converts go-zookeeper's watch channel into ours; the goroutine ends when the watch
+// fires or is dropped (which Close guarantees).
+func (c *Client) forward(zch <-chan zk.Event) (<-chan Event, error) {
+	out := make(chan Event, 1)
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c.watchers.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.watchers.Done()
+		defer close(out)
+		ev, ok := <-zch
+		if !ok {
+			out <- Event{Type: EventNotWatching, Err: ErrClosed}
+			return
+		}
+		out <- c.convertEvent(ev)
+	}()
+	return out, nil
+}
+
+func (c *Client) convertEvent(ev zk.Event) Event {
+	e := Event{Path: c.rel(ev.Path)}
+	switch ev.Type {
+	case zk.EventNodeCreated:
+		e.Type = EventNodeCreated
+	case zk.EventNodeDeleted:
+		e.Type = EventNodeDeleted
+	case zk.EventNodeDataChanged:
+		e.Type = EventNodeDataChanged
+	case zk.EventNodeChildrenChanged:
+		e.Type = EventNodeChildrenChanged
+	default:
+		e.Type = EventNotWatching
+		switch {
+		case errors.Is(ev.Err, zk.ErrSessionExpired):
+			e.Err = ErrSessionExpired
+		case ev.Err == nil:
+			e.Err = ErrClosed
+		default:
+			e.Err = mapErr("watch", e.Path, ev.Err)
+			if errors.Is(ev.Err, zk.ErrClosing) {
+				e.Err = ErrClosed
+			}
+		}
+	}
+	return e
+}
+
+// ---- multi ----
+
+// checkedMulti runs ops atomically behind check(/controller_epoch, ctrlEpochZkVersion), as
+// every controller write in Kafka does (KafkaZkClient.wrapRequestWithControllerEpochCheck).
+// A failed check is ErrControllerMoved; other failures map to the failing op's error.
+func (c *Client) checkedMulti(op, path string, ctrlEpochZkVersion int32, ops ...any) ([]zk.MultiResponse, error) {
+	all := append([]any{&zk.CheckVersionRequest{Path: c.abs(ControllerEpochPath), Version: ctrlEpochZkVersion}}, ops...)
+	var res []zk.MultiResponse
+	err := c.do(func() error {
+		var err error
+		res, err = c.multi(op, path, all...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res[1:], nil
+}
+
+// multi runs ops atomically. On failure the error is that of the first failing op; a failed
+// check op on /controller_epoch becomes ErrControllerMoved.
+func (c *Client) multi(op, path string, ops ...any) ([]zk.MultiResponse, error) {
+	res, err := c.conn.Multi(ops...)
+	if err != nil && isConnLoss(err) {
+		return nil, mapErr(op, path, err)
+	}
+	for i, r := range res {
+		if r.Error == nil {
+			continue
+		}
+		if chk, ok := ops[i].(*zk.CheckVersionRequest); ok && chk.Path == c.abs(ControllerEpochPath) {
+			return res, fmt.Errorf("%s %s: controller epoch zkVersion %d no longer current: %w", op, path, chk.Version, ErrControllerMoved)
+		}
+		return res, mapErr(op, path, r.Error)
+	}
+	if err != nil {
+		return res, mapErr(op, path, err)
+	}
+	return res, nil
+}
+
+type zkLogger struct{ log *logrus.Entry }
+
+func (l zkLogger) Printf(format string, args ...any) { l.log.Debugf("go-zookeeper: "+format, args...) }
