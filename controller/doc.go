@@ -1,4 +1,31 @@
-// Package controller is classic Kafka's KafkaController: election through the ephemeral
-// /controller znode and /controller_epoch, one event loop that owns the cluster state,
-// and the requests (LeaderAndIsr, UpdateMetadata, StopReplica) it sends to brokers.
+// Package controller is classic Kafka's KafkaController (ZooKeeper mode, Kafka 3.7): election
+// through the ephemeral /controller znode and /controller_epoch, one event loop that owns the
+// cluster state, and the requests (LeaderAndIsr, UpdateMetadata, StopReplica) it sends to brokers.
+//
+// Files and their Kafka counterparts:
+//
+//	controller.go       KafkaController: Config, New, Run (campaign, term, resignation), IsActive, Epoch, AlterPartition
+//	events.go           ControllerEventManager: the event types and the unbounded event queue
+//	loop.go             KafkaController.process and its handlers (failover, broker change, topic change, ...): the I/O
+//	decisions.go        PartitionStateMachine / ReplicaStateMachine decisions as plain functions of the context
+//	election.go         PartitionLeaderElectionAlgorithms: pure election functions
+//	state.go            ControllerContext and the partition states
+//	request_batch.go    ControllerBrokerRequestBatch: builds LeaderAndIsr, UpdateMetadata, StopReplica
+//	channel_manager.go  ControllerChannelManager / RequestSendThread: one queue and sender per live broker
+//	alter_partition.go  AlterPartition (ISR changes proposed by leaders)
+//	topic_deletion.go   TopicDeletionManager (simplified)
+//	controlled_shutdown.go  ControlledShutdown (doControlledShutdown) and the shutting-down broker set
+//	preferred_election.go   preferred-replica election, auto leader rebalance, ElectLeaders
+//	assignment.go       AdminUtils.assignReplicasToBrokers (used by the brokers' CreateTopics/CreatePartitions)
+//
+// Model (etcd raft's Ready idea): ZooKeeper watches and requests only enqueue events; one
+// goroutine processes them in order. A handler reads what it needs from ZooKeeper into the
+// controllerContext, calls a decision (controllerContext.decide*) that returns the partition
+// state writes to make, performs them (each fenced by /controller_epoch's zkVersion: a deposed
+// controller's write fails with zkmeta.ErrControllerMoved and the term ends), and queues the
+// resulting requests per broker. testdata/ holds scripted step tests of this loop.
+//
+// Not yet: partition reassignment (API 45 and /admin/reassign_partitions), the legacy
+// /admin/preferred_replica_election znode, log-dir failure and ISR-change notifications
+// (pre-2.7 IBP), the /feature znode.
 package controller

@@ -1,16 +1,66 @@
-// Command samsa is the samsa broker and its tools, mirroring Kafka's shell scripts.
+// Command samsa is the samsa broker and its tools, mirroring Kafka's shell scripts:
+//
+//	samsa broker --config <file> [--override key=value]...   kafka-server-start.sh
+//	samsa topics ...                                         kafka-topics.sh
+//	samsa console-producer ...                               kafka-console-producer.sh
+//	samsa console-consumer ...                               kafka-console-consumer.sh
+//	samsa dump-log ...                                       kafka-dump-log.sh
+//
+// Each subcommand lives in its own file and takes Kafka's flags (single or double dash,
+// `--flag value` or `--flag=value`).
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"sort"
 )
 
+// command runs one subcommand with its arguments and returns the process exit code.
+type command struct {
+	run  func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+	help string
+}
+
+var commands = map[string]command{
+	"broker":           {runBroker, "run a broker (kafka-server-start.sh)"},
+	"topics":           {runTopics, "create, delete, describe, or change a topic (kafka-topics.sh)"},
+	"console-producer": {runConsoleProducer, "read lines from standard input and publish them (kafka-console-producer.sh)"},
+	"console-consumer": {runConsoleConsumer, "read a topic and write it to standard output (kafka-console-consumer.sh)"},
+	"dump-log":         {runDumpLog, "print log segments and indexes (kafka-dump-log.sh)"},
+}
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: samsa <command> [flags]")
-		os.Exit(2)
+	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
 	}
-	fmt.Fprintf(os.Stderr, "samsa: unknown command %q\n", os.Args[1])
-	os.Exit(2)
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "samsa: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	return cmd.run(args[1:], stdin, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: samsa <command> [flags]")
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-17s %s\n", n, commands[n].help)
+	}
 }

@@ -1,0 +1,212 @@
+package broker
+
+// 00_produce.go — Produce (key 0) v3-10, as KafkaApis.handleProduceRequest and
+// ReplicaManager.appendRecords:
+//   - acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every partition).
+//   - v3+: exactly one magic-2 batch per partition (INVALID_RECORD); zstd needs v7+
+//     (UNSUPPORTED_COMPRESSION_TYPE). Batch validation (CRC, sizes, timestamps) is the log's.
+//   - Internal topics only accept the admin client id "__admin_client" (INVALID_TOPIC_EXCEPTION).
+//   - acks=0 gets no response; if any partition failed the connection is closed instead,
+//     so the client learns something went wrong.
+//   - acks=-1 waits (DelayedProduce) for the high watermark, up to timeout_ms.
+//   - v8+: ErrorMessage; v10: CurrentLeader and NodeEndpoints on NOT_LEADER_OR_FOLLOWER (KIP-951).
+// Deviation: v0-v2 (message formats v0/v1) are not served.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/logstore"
+)
+
+func init() { registerAPI(3, 10, (*APIs).handleProduce) }
+
+// adminClientID is AdminUtils.ADMIN_CLIENT_ID: the only client allowed to produce to
+// internal topics.
+const adminClientID = "__admin_client"
+
+var errConnCloseAcks0 = errors.New("broker: acks=0 produce failed; closing connection")
+
+func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	type slot struct{ ti, pi int } // position in resp
+	var (
+		tps     []logstore.TopicPartition
+		records [][]byte
+		slots   []slot
+	)
+	for _, rt := range req.Topics {
+		respTopic := kmsg.NewProduceResponseTopic()
+		respTopic.Topic = rt.Topic
+		ti := len(resp.Topics)
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewProduceResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.BaseOffset = -1
+			pi := len(respTopic.Partitions)
+			respTopic.Partitions = append(respTopic.Partitions, p)
+
+			tp := logstore.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			var err error
+			var batch []byte
+			switch {
+			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+				err = fmt.Errorf("acks=%d: %w", req.Acks, ErrInvalidRequiredAcks)
+			case isInternalTopicName(rt.Topic) && rc.ClientID != adminClientID:
+				err = fmt.Errorf("cannot append to internal topic %s: %w", rt.Topic, ErrInvalidTopic)
+			default:
+				batch, err = validateProduceRecords(req.Version, rp.Records)
+			}
+			if err != nil {
+				setProduceError(&respTopic.Partitions[pi], req.Version, err)
+				continue
+			}
+			tps = append(tps, tp)
+			records = append(records, batch)
+			slots = append(slots, slot{ti, pi})
+		}
+		resp.Topics = append(resp.Topics, respTopic)
+	}
+
+	if len(tps) > 0 {
+		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+		results := a.Replicas.AppendRecords(ctx, timeout, req.Acks, tps, records)
+		for i, r := range results {
+			p := &resp.Topics[slots[i].ti].Partitions[slots[i].pi]
+			if r.Err != nil {
+				setProduceError(p, req.Version, r.Err)
+				continue
+			}
+			p.BaseOffset = r.Info.FirstOffset
+			p.LogAppendTime = r.Info.LogAppendTime
+			p.LogStartOffset = r.Info.LogStartOffset
+		}
+	}
+
+	includeBrokers := false
+	failed := 0
+	for ti := range resp.Topics {
+		t := &resp.Topics[ti]
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			if p.ErrorCode == 0 {
+				continue
+			}
+			failed++
+			if p.ErrorCode == kerr.NotLeaderForPartition.Code && req.Version >= 10 {
+				if pm, ok := a.Metadata.Partition(logstore.TopicPartition{Topic: t.Topic, Partition: p.Partition}); ok && pm.Leader >= 0 {
+					p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = pm.Leader, pm.LeaderEpoch
+					includeBrokers = true
+				}
+			}
+		}
+	}
+	if failed > 0 {
+		rc.Log.WithFields(logrus.Fields{"acks": req.Acks, "failed_partitions": failed}).Debug("produce had partition errors")
+	}
+	if includeBrokers {
+		resp.Brokers = a.nodeEndpoints(rc.ListenerName, func(add func(int32)) {
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if p.CurrentLeader.LeaderID >= 0 {
+						add(p.CurrentLeader.LeaderID)
+					}
+				}
+			}
+		})
+	}
+	if req.Acks == 0 {
+		if failed > 0 {
+			return nil, errConnCloseAcks0
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func setProduceError(p *kmsg.ProduceResponseTopicPartition, version int16, err error) {
+	p.ErrorCode = ErrorCode(err)
+	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
+	if version >= 8 {
+		p.ErrorMessage = ErrorMessage(err)
+	}
+}
+
+// nodeEndpoints lists the brokers named by each(add) with their endpoint on listener
+// (Produce v10 / Fetch v16 NodeEndpoints), each once.
+func (a *APIs) nodeEndpoints(listener string, each func(add func(int32))) []kmsg.ProduceResponseBroker {
+	var out []kmsg.ProduceResponseBroker
+	seen := map[int32]bool{}
+	each(func(id int32) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		b, ok := a.Metadata.Broker(id)
+		if !ok {
+			return
+		}
+		ep, ok := b.Endpoint(listener)
+		if !ok {
+			return
+		}
+		nb := kmsg.NewProduceResponseBroker()
+		nb.NodeID, nb.Host, nb.Port, nb.Rack = id, ep.Host, ep.Port, b.Rack
+		out = append(out, nb)
+	})
+	return out
+}
+
+// Record batch header offsets (disk-layout.md §4).
+const (
+	batchLengthOffset   = 8
+	batchMagicOffset    = 16
+	batchAttrOffset     = 21
+	batchLogOverhead    = 12 // baseOffset + batchLength
+	batchHeaderToMagic  = 17
+	minBatchLengthField = 14 // LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt
+)
+
+// validateProduceRecords is ProduceRequest.validateRecords for v3+: exactly one batch, magic
+// 2, zstd only from v7. It returns the batch bytes (a trailing partial batch is dropped, as
+// Kafka's batch iterator ignores it).
+func validateProduceRecords(version int16, records []byte) ([]byte, error) {
+	if len(records) < batchHeaderToMagic {
+		return nil, fmt.Errorf("produce v%d must have at least one record batch per partition: %w", version, logstore.ErrInvalidRecord)
+	}
+	length := int32(binary.BigEndian.Uint32(records[batchLengthOffset:]))
+	if length < minBatchLengthField {
+		return nil, fmt.Errorf("record batch length %d is too small: %w", length, logstore.ErrCorruptMessage)
+	}
+	end := int64(batchLogOverhead) + int64(length)
+	if int64(len(records)) < end {
+		return nil, fmt.Errorf("produce v%d must have at least one record batch per partition: %w", version, logstore.ErrInvalidRecord)
+	}
+	if magic := records[batchMagicOffset]; magic != 2 {
+		return nil, fmt.Errorf("produce v%d requires magic 2, got %d: %w", version, magic, logstore.ErrInvalidRecord)
+	}
+	if end >= batchAttrOffset+2 {
+		if codec := binary.BigEndian.Uint16(records[batchAttrOffset:]) & 0x7; codec == 4 && version < 7 {
+			return nil, fmt.Errorf("zstd needs produce v7+, got v%d: %w", version, ErrUnsupportedCompression)
+		}
+	}
+	rest := records[end:]
+	if len(rest) >= batchHeaderToMagic {
+		l2 := int32(binary.BigEndian.Uint32(rest[batchLengthOffset:]))
+		if l2 < minBatchLengthField {
+			return nil, fmt.Errorf("record batch length %d is too small: %w", l2, logstore.ErrCorruptMessage)
+		}
+		if int64(len(rest)) >= int64(batchLogOverhead)+int64(l2) {
+			return nil, fmt.Errorf("produce v%d allows exactly one record batch per partition: %w", version, logstore.ErrInvalidRecord)
+		}
+	}
+	return records[:end], nil
+}

@@ -1,0 +1,155 @@
+package broker
+
+// 01_fetch.go — Fetch (key 1) v4-16, as KafkaApis.handleFetchRequest and
+// ReplicaManager.fetchMessages:
+//   - Consumers (replica id -1) read up to the high watermark; read_committed up to the
+//     last stable offset, which equals the HW until transactions exist. Followers
+//     (replica id >= 0; v15+ from ReplicaState) read up to the log end offset and report
+//     their fetch offset.
+//   - max_wait_ms and min_bytes are honoured through purgatory.go (no polling); max_bytes
+//     and partition_max_bytes limit the response, except that the first batch of the first
+//     non-empty partition is always returned (KIP-74).
+//   - Fetch sessions (KIP-227, v7+): no session cache yet. A full fetch asking for a
+//     session (epoch 0) is served without one (response session id 0, as Kafka does when
+//     no slot is free); an incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND,
+//     so the client falls back to full fetches; epoch -1 is a sessionless full fetch.
+//   - v13+ topics by id (UNKNOWN_TOPIC_ID); v16 CurrentLeader and NodeEndpoints on
+//     NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (KIP-951).
+// Deviations: v0-v3 (down-conversion to old message formats) are not served; record bytes
+// are copied into the response (zero-copy sendfile of ReadInfo.Regions is a later change).
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/logstore"
+)
+
+func init() { registerAPI(4, 16, (*APIs).handleFetch) }
+
+func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 0
+
+	if req.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+		// Incremental fetch: we keep no sessions, so the id cannot be found.
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	params := FetchParams{
+		ReplicaID:      replicaID,
+		MaxWait:        time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
+		MinBytes:       req.MinBytes,
+		MaxBytes:       min(req.MaxBytes, a.fetchMaxBytes()),
+		IsolationLevel: req.IsolationLevel,
+	}
+	if replicaID >= 0 {
+		params.IsolationLevel = 0
+	}
+
+	type slot struct{ ti, pi int }
+	var (
+		reqs  []FetchPartitionRequest
+		slots []slot
+	)
+	for _, rt := range req.Topics {
+		topic := rt.Topic
+		known := true
+		if req.Version >= 13 {
+			topic, known = a.Metadata.TopicName(rt.TopicID)
+		}
+		respTopic := kmsg.NewFetchResponseTopic()
+		respTopic.Topic, respTopic.TopicID = topic, rt.TopicID
+		ti := len(resp.Topics)
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			if !known {
+				p.ErrorCode = kerr.UnknownTopicID.Code
+				respTopic.Partitions = append(respTopic.Partitions, p)
+				continue
+			}
+			slots = append(slots, slot{ti, len(respTopic.Partitions)})
+			respTopic.Partitions = append(respTopic.Partitions, p)
+			reqs = append(reqs, FetchPartitionRequest{
+				TP:                 logstore.TopicPartition{Topic: topic, Partition: rp.Partition},
+				FetchOffset:        rp.FetchOffset,
+				LogStartOffset:     rp.LogStartOffset,
+				MaxBytes:           rp.PartitionMaxBytes,
+				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+			})
+		}
+		resp.Topics = append(resp.Topics, respTopic)
+	}
+
+	results := a.Replicas.FetchMessages(ctx, params, reqs)
+	includeBrokers := false
+	for i, r := range results {
+		p := &resp.Topics[slots[i].ti].Partitions[slots[i].pi]
+		if r.Err != nil {
+			p.ErrorCode = ErrorCode(r.Err)
+			if req.Version >= 16 && (p.ErrorCode == kerr.NotLeaderForPartition.Code || p.ErrorCode == kerr.FencedLeaderEpoch.Code) {
+				if pm, ok := a.Metadata.Partition(reqs[i].TP); ok && pm.Leader >= 0 {
+					p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = pm.Leader, pm.LeaderEpoch
+					includeBrokers = true
+				}
+			}
+			continue
+		}
+		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+		if params.IsolationLevel == 1 {
+			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
+		if r.Records.Size > 0 {
+			b, err := r.Records.Bytes()
+			if err != nil {
+				// The segment went away under the read (retention, truncation): an empty
+				// answer makes the client fetch again and find out what moved.
+				rc.Log.WithError(err).WithField("topic", reqs[i].TP.Topic).Debug("fetch read failed")
+				continue
+			}
+			p.RecordBatches = b
+		}
+	}
+	if includeBrokers {
+		for _, b := range a.nodeEndpoints(rc.ListenerName, func(add func(int32)) {
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if p.CurrentLeader.LeaderID >= 0 {
+						add(p.CurrentLeader.LeaderID)
+					}
+				}
+			}
+		}) {
+			fb := kmsg.NewFetchResponseBroker()
+			fb.NodeID, fb.Host, fb.Port, fb.Rack = b.NodeID, b.Host, b.Port, b.Rack
+			resp.Brokers = append(resp.Brokers, fb)
+		}
+	}
+	return resp, nil
+}
+
+// defaultFetchMaxBytes is fetch.max.bytes (55 MiB), the broker's cap on a consumer fetch
+// response; replica.fetch.response.max.bytes (10 MiB) for followers comes with replication.
+const defaultFetchMaxBytes = 55 << 20
+
+func (a *APIs) fetchMaxBytes() int32 {
+	if a.Config != nil {
+		if v, ok := a.Config.Props["fetch.max.bytes"]; ok {
+			if n, err := strconv.ParseInt(v, 10, 32); err == nil && n > 0 {
+				return int32(n)
+			}
+		}
+	}
+	return defaultFetchMaxBytes
+}

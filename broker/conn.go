@@ -1,0 +1,406 @@
+package broker
+
+// conn.go mirrors kafka.network.SocketServer (one Acceptor and its Processors) with Go's
+// model: one goroutine per connection reads a frame, decodes it with kmsg, hands it to the
+// Handler, writes the response, and only then reads the next frame. That is Kafka's
+// "channel muted while a request is in flight": responses stay in request order.
+//
+// Frame:            int32 size | size bytes
+// Request header:   v0: int16 api_key | int16 api_version | int32 correlation_id
+//                   v1: v0 | nullable_string client_id (int16 length)
+//                   v2: v1 | tagged fields (flexible request versions)
+// Response header:  v0: int32 correlation_id
+//                   v1: v0 | tagged fields (flexible versions, except ApiVersions: always v0)
+//
+// Bad input never crashes the broker and never logs at Error: an oversized or negative size,
+// an unknown API key, an unsupported version (other than ApiVersions, answered with
+// UNSUPPORTED_VERSION at v0 as Kafka does) or a body kmsg cannot decode closes the
+// connection with a rate-limited Warn line, as Kafka's Processor does on
+// InvalidRequestException.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Errors from request decoding; the connection is closed on any of them.
+var (
+	errFrameSize      = errors.New("broker: invalid request size")
+	errUnknownAPIKey  = errors.New("broker: unknown API key")
+	errUnsupportedVer = errors.New("broker: unsupported API version")
+	errMalformed      = errors.New("broker: malformed request")
+)
+
+// requestHeader is a parsed request header.
+type requestHeader struct {
+	key, version  int16
+	correlationID int32
+	clientID      *string
+	headerVersion int16
+}
+
+// minRequestHeaderSize is api_key + api_version + correlation_id.
+const minRequestHeaderSize = 8
+
+// parseRequest decodes one frame body (without the size prefix) into its header and
+// request. For a known key with a version outside the served range it returns the header
+// and errUnsupportedVer, so the caller can answer ApiVersions; for anything else that is not
+// a well-formed request it returns an error and the caller closes the connection. It never
+// panics, whatever body holds (FuzzRequestDecode).
+func parseRequest(body []byte) (requestHeader, kmsg.Request, error) {
+	var h requestHeader
+	if len(body) < minRequestHeaderSize {
+		return h, nil, fmt.Errorf("%w: %d-byte request header", errMalformed, len(body))
+	}
+	h.key = int16(binary.BigEndian.Uint16(body[0:]))
+	h.version = int16(binary.BigEndian.Uint16(body[2:]))
+	h.correlationID = int32(binary.BigEndian.Uint32(body[4:]))
+
+	req := kmsg.RequestForKey(h.key)
+	minV, maxV, served := SupportedVersions(h.key)
+	if req == nil || !served {
+		return h, nil, fmt.Errorf("%w %d", errUnknownAPIKey, h.key)
+	}
+	if h.version < minV || h.version > maxV {
+		return h, nil, fmt.Errorf("%w: %s v%d (serving v%d-v%d)", errUnsupportedVer, kmsg.NameForKey(h.key), h.version, minV, maxV)
+	}
+	req.SetVersion(h.version)
+
+	r := kbin.Reader{Src: body[minRequestHeaderSize:]}
+	h.headerVersion = 1
+	if h.key == 7 && h.version == 0 { // ControlledShutdown v0 has no client id
+		h.headerVersion = 0
+	} else {
+		h.clientID = r.NullableString()
+		if req.IsFlexible() {
+			h.headerVersion = 2
+			kmsg.SkipTags(&r)
+		}
+	}
+	if err := r.Complete(); err != nil {
+		return h, nil, fmt.Errorf("%w: %s v%d header: %v", errMalformed, kmsg.NameForKey(h.key), h.version, err)
+	}
+	if err := req.ReadFrom(r.Src); err != nil {
+		return h, nil, fmt.Errorf("%w: %s v%d body: %v", errMalformed, kmsg.NameForKey(h.key), h.version, err)
+	}
+	return h, req, nil
+}
+
+// appendResponse appends a full response frame (size, header, body) to dst.
+func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if resp.IsFlexible() && resp.Key() != 18 { // ApiVersions always uses response header v0
+		dst = append(dst, 0) // no tagged fields
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// SocketServer accepts connections on one listener and serves them. Serve owns every
+// connection goroutine and waits for them before it returns; Close stops it.
+type SocketServer struct {
+	// ConnectionsMaxIdle is connections.max.idle.ms: a connection that neither sends a
+	// request nor accepts response bytes for this long is closed. 0 means Kafka's 10 min.
+	// Set before Serve.
+	ConnectionsMaxIdle time.Duration
+
+	l               net.Listener
+	listenerName    string
+	h               Handler
+	maxRequestBytes int32
+	log             *logrus.Entry
+	limiter         logLimiter
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Serve returns; nil until Serve starts
+}
+
+// NewSocketServer serves h on l. listenerName is the listener's name (PLAINTEXT...), which
+// Metadata uses to pick endpoints. maxRequestBytes is socket.request.max.bytes.
+func NewSocketServer(l net.Listener, listenerName string, h Handler, maxRequestBytes int32, log *logrus.Entry) *SocketServer {
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	return &SocketServer{
+		l: l, listenerName: listenerName, h: h, maxRequestBytes: maxRequestBytes,
+		log:   log.WithFields(logrus.Fields{"component": "socket.server", "listener": listenerName}),
+		conns: map[net.Conn]struct{}{},
+	}
+}
+
+// Addr is the bound address (useful with port 0).
+func (s *SocketServer) Addr() net.Addr { return s.l.Addr() }
+
+// Serve accepts connections until ctx is done or Close is called, then closes every
+// connection and waits for their goroutines. It returns nil on a requested stop.
+func (s *SocketServer) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	if s.closed || s.done != nil {
+		s.mu.Unlock()
+		cancel()
+		return errors.New("broker: socket server closed or already serving")
+	}
+	s.cancel = cancel
+	s.done = make(chan struct{})
+	s.mu.Unlock()
+	defer close(s.done)
+
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		s.mu.Lock()
+		s.closed = true
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		wg.Wait()
+	}()
+	wg.Add(1)
+	go func() { // unblock Accept on ctx done; exits when Serve's defer cancels
+		defer wg.Done()
+		<-ctx.Done()
+		s.l.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		c, err := s.l.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// e.g. EMFILE: back off like net/http instead of spinning
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.WithError(err).Warn("accept failed")
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.serveConn(ctx, c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for Serve to return.
+func (s *SocketServer) Close() {
+	s.mu.Lock()
+	s.closed = true
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	s.l.Close()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// serveConn is one connection's loop: read, decode, handle, respond, repeat.
+func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
+	log := s.log.WithField("remote", c.RemoteAddr().String())
+	log.Debug("connection accepted")
+	var (
+		sizeBuf [4]byte
+		out     []byte
+		connLog = log
+		lastCID *string
+	)
+	idle := s.ConnectionsMaxIdle
+	if idle <= 0 {
+		idle = 10 * time.Minute
+	}
+	for {
+		c.SetReadDeadline(time.Now().Add(idle))
+		if _, err := io.ReadFull(c, sizeBuf[:]); err != nil {
+			var ne net.Error
+			switch {
+			case errors.As(err, &ne) && ne.Timeout():
+				log.WithField("idle", idle).Debug("closing idle connection")
+			case !errors.Is(err, io.EOF) && ctx.Err() == nil && !errors.Is(err, net.ErrClosed):
+				log.WithError(err).Debug("connection read failed")
+			}
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 0 || size > s.maxRequestBytes {
+			s.badInput(log, fmt.Errorf("%w: %d bytes (socket.request.max.bytes=%d)", errFrameSize, size, s.maxRequestBytes))
+			return
+		}
+		c.SetReadDeadline(time.Now().Add(idle))
+		body, err := readBody(c, size)
+		if err != nil {
+			log.WithError(err).Debug("connection closed mid-request")
+			return
+		}
+		received := time.Now()
+
+		h, req, err := parseRequest(body)
+		if err != nil {
+			if errors.Is(err, errUnsupportedVer) && h.key == 18 {
+				// Kafka answers any ApiVersions version, so that a newer client learns ours.
+				out = appendResponse(out[:0], h.correlationID, unsupportedApiVersionsResponse())
+				c.SetWriteDeadline(time.Now().Add(idle))
+				if _, err := c.Write(out); err != nil {
+					return
+				}
+				continue
+			}
+			s.badInput(log.WithField("correlation_id", h.correlationID), err)
+			return
+		}
+
+		if h.clientID != lastCID && (h.clientID == nil || lastCID == nil || *h.clientID != *lastCID) {
+			lastCID = h.clientID
+			connLog = log.WithField("client_id", clientIDString(h.clientID))
+		}
+		rc := &RequestContext{
+			ClientID:      clientIDString(h.clientID),
+			CorrelationID: h.correlationID,
+			APIKey:        h.key,
+			APIVersion:    h.version,
+			HeaderVersion: h.headerVersion,
+			RemoteAddr:    c.RemoteAddr(),
+			ListenerName:  s.listenerName,
+			Received:      received,
+			Log:           connLog,
+		}
+		resp, err := s.handle(ctx, rc, req)
+		if connLog.Logger.IsLevelEnabled(logrus.DebugLevel) { // skip building fields per request otherwise
+			connLog.WithFields(logrus.Fields{"api": kmsg.NameForKey(h.key), "api_version": h.version,
+				"correlation_id": h.correlationID, "elapsed": time.Since(received)}).Debug("request handled")
+		}
+		if err != nil {
+			if ctx.Err() == nil { // a client can repeat this (acks=0 failures): rate-limited
+				l := connLog.WithError(err).WithFields(logrus.Fields{"api": kmsg.NameForKey(h.key), "api_version": h.version})
+				if s.limiter.allow(time.Now()) {
+					l.Info("closing connection after request")
+				} else {
+					l.Debug("closing connection after request")
+				}
+			}
+			return
+		}
+		if resp == nil { // acks=0 produce
+			continue
+		}
+		out = appendResponse(out[:0], h.correlationID, resp)
+		c.SetWriteDeadline(time.Now().Add(idle))
+		if _, err := c.Write(out); err != nil {
+			connLog.WithError(err).Debug("response write failed")
+			return
+		}
+		if cap(out) > 1<<20 { // don't pin a large fetch response's buffer per idle connection
+			out = nil
+		}
+	}
+}
+
+// handle calls the Handler and turns a panic (our bug, never the client's) into an Error
+// log line and a closed connection, as Kafka's request handler catches what an API
+// throws; the broker keeps serving everyone else.
+func (s *SocketServer) handle(ctx context.Context, rc *RequestContext, req kmsg.Request) (resp kmsg.Response, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rc.Log.WithFields(logrus.Fields{"api": kmsg.NameForKey(rc.APIKey), "api_version": rc.APIVersion,
+				"panic": fmt.Sprint(r), "stack": string(debug.Stack())}).Error("request handler panicked")
+			resp, err = nil, fmt.Errorf("broker: handler panic: %v", r)
+		}
+	}()
+	return s.h.Handle(ctx, rc, req)
+}
+
+// readBody reads a size-byte frame body. Large frames grow as bytes arrive rather than
+// being allocated up front, so a client that announces 100 MiB and sends 3 bytes costs
+// little.
+func readBody(r io.Reader, size int32) ([]byte, error) {
+	const direct = 1 << 20
+	if size <= direct {
+		body := make([]byte, size)
+		_, err := io.ReadFull(r, body)
+		return body, err
+	}
+	var b bytes.Buffer
+	b.Grow(direct)
+	n, err := io.CopyN(&b, r, int64(size))
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(size) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return b.Bytes(), nil
+}
+
+func clientIDString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// badInput logs a client's protocol error: Warn for the first few per second per server,
+// Debug after that, so a misbehaving client cannot flood the log.
+func (s *SocketServer) badInput(log *logrus.Entry, err error) {
+	if s.limiter.allow(time.Now()) {
+		log.WithError(err).Warn("closing connection: bad request")
+	} else {
+		log.WithError(err).Debug("closing connection: bad request")
+	}
+}
+
+// logLimiter allows a burst of logLimitBurst events per second.
+type logLimiter struct {
+	mu     sync.Mutex
+	window time.Time
+	n      int
+}
+
+const logLimitBurst = 10
+
+func (l *logLimiter) allow(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.window) >= time.Second {
+		l.window, l.n = now, 0
+	}
+	l.n++
+	return l.n <= logLimitBurst
+}

@@ -1,0 +1,496 @@
+package broker
+
+// replica_manager.go mirrors kafka.server.ReplicaManager: the partitions this broker hosts,
+// leader/follower transitions from LeaderAndIsr, StopReplica, the controller-epoch fence for
+// the controller's requests, and the produce/fetch data path over the local logs
+// (appendRecords, fetchMessages). Waiting (acks=-1, fetch min.bytes) is in purgatory.go.
+//
+// Deviation for now: followers do not fetch yet (replication comes in a later issue), so
+// a follower partition has its log and state but its LEO only moves by LeaderAndIsr.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/internal/config"
+	"github.com/samsa-kafka/samsa/logstore"
+)
+
+// LogManager is the part of logstore.Manager the ReplicaManager uses; *logstore.Manager
+// implements it (tests may use a smaller one over logstore.OpenLog).
+type LogManager interface {
+	GetOrCreateLog(tp logstore.TopicPartition, topicID [16]byte, cfg logstore.LogConfig) (*logstore.Log, error)
+	GetLog(tp logstore.TopicPartition) (*logstore.Log, bool)
+	DeleteLog(tp logstore.TopicPartition) error
+}
+
+var _ LogManager = (*logstore.Manager)(nil)
+
+// ReplicaManagerConfig holds a ReplicaManager's dependencies.
+type ReplicaManagerConfig struct {
+	BrokerID int32
+	Config   *config.Config // nil in some tests: Kafka defaults apply
+	Logs     LogManager
+	Metadata *MetadataCache
+	// TopicConfig returns a topic's overrides (/config/topics/<topic>) when a log is created,
+	// as Kafka's LogManager reads them from ZooKeeper. Nil means no overrides.
+	TopicConfig func(topic string) (map[string]string, error)
+	Log         *logrus.Entry
+	Now         func() time.Time
+}
+
+// ReplicaManager is safe for concurrent use. stateMu (Kafka's replicaStateChangeLock)
+// serializes the controller's requests; mu guards the partition map only.
+type ReplicaManager struct {
+	cfg      ReplicaManagerConfig
+	log      *logrus.Entry
+	stateLog *logrus.Entry // component=state.change, like Kafka's state-change log
+
+	stateMu         sync.Mutex
+	controllerEpoch int32 // guarded by stateMu; 0 = none seen (KafkaController.InitialControllerEpoch)
+
+	mu         sync.RWMutex
+	partitions map[logstore.TopicPartition]*Partition
+}
+
+// NewReplicaManager returns a ReplicaManager hosting no partitions; LeaderAndIsr adds them.
+func NewReplicaManager(cfg ReplicaManagerConfig) *ReplicaManager {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if cfg.Metadata == nil {
+		cfg.Metadata = NewMetadataCache(cfg.BrokerID)
+	}
+	return &ReplicaManager{
+		cfg:        cfg,
+		log:        cfg.Log.WithFields(logrus.Fields{"component": "replica.manager", "broker": cfg.BrokerID}),
+		stateLog:   cfg.Log.WithFields(logrus.Fields{"component": "state.change", "broker": cfg.BrokerID}),
+		partitions: map[logstore.TopicPartition]*Partition{},
+	}
+}
+
+// ControllerEpoch returns the latest controller epoch seen.
+func (rm *ReplicaManager) ControllerEpoch() int32 {
+	rm.stateMu.Lock()
+	defer rm.stateMu.Unlock()
+	return rm.controllerEpoch
+}
+
+func (rm *ReplicaManager) lagMax() time.Duration {
+	if rm.cfg.Config != nil && rm.cfg.Config.ReplicaLagTimeMax > 0 {
+		return rm.cfg.Config.ReplicaLagTimeMax
+	}
+	return 30 * time.Second
+}
+
+// Partition returns a hosted partition: UNKNOWN_TOPIC_OR_PARTITION if neither hosted nor
+// known to the metadata cache, NOT_LEADER_OR_FOLLOWER if known but not hosted here
+// (ReplicaManager.getPartitionOrError).
+func (rm *ReplicaManager) Partition(tp logstore.TopicPartition) (*Partition, error) {
+	rm.mu.RLock()
+	p, ok := rm.partitions[tp]
+	rm.mu.RUnlock()
+	if ok {
+		return p, nil
+	}
+	if _, known := rm.cfg.Metadata.Partition(tp); known {
+		return nil, fmt.Errorf("%s: not hosted here: %w", tp, ErrNotLeaderOrFollower)
+	}
+	return nil, fmt.Errorf("%s: %w", tp, ErrUnknownTopicOrPartition)
+}
+
+// LeaderPartition returns the partition if this broker leads it.
+func (rm *ReplicaManager) LeaderPartition(tp logstore.TopicPartition) (*Partition, error) {
+	p, err := rm.Partition(tp)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsLeader() {
+		return nil, fmt.Errorf("%s: %w", tp, ErrNotLeaderOrFollower)
+	}
+	return p, nil
+}
+
+// Partitions returns every hosted partition.
+func (rm *ReplicaManager) Partitions() []*Partition {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	out := make([]*Partition, 0, len(rm.partitions))
+	for _, p := range rm.partitions {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (rm *ReplicaManager) getOrCreatePartition(tp logstore.TopicPartition) *Partition {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	p, ok := rm.partitions[tp]
+	if !ok {
+		p = newPartition(tp, rm.cfg.BrokerID, rm.lagMax(), rm.cfg.Now, rm.cfg.Log)
+		rm.partitions[tp] = p
+	}
+	return p
+}
+
+// MaybeUpdateMetadataCache (ReplicaManager.maybeUpdateMetadataCache) fences a stale
+// controller and applies UpdateMetadata to the cache. Partitions the cache dropped
+// (deleted topics) are returned for the caller's cleanup.
+func (rm *ReplicaManager) MaybeUpdateMetadataCache(req *kmsg.UpdateMetadataRequest) ([]logstore.TopicPartition, error) {
+	rm.stateMu.Lock()
+	defer rm.stateMu.Unlock()
+	if req.ControllerEpoch < rm.controllerEpoch {
+		rm.stateLog.WithFields(logrus.Fields{"controller_id": req.ControllerID, "controller_epoch": req.ControllerEpoch,
+			"current_controller_epoch": rm.controllerEpoch}).Warn("ignoring UpdateMetadata from stale controller epoch")
+		return nil, fmt.Errorf("UpdateMetadata epoch %d < %d: %w", req.ControllerEpoch, rm.controllerEpoch, ErrStaleControllerEpoch)
+	}
+	rm.controllerEpoch = req.ControllerEpoch
+	deleted := rm.cfg.Metadata.UpdateMetadata(req)
+	// A partition whose leader is now known may have produce waiters to fail fast.
+	return deleted, nil
+}
+
+// BecomeLeaderOrFollower (ReplicaManager.becomeLeaderOrFollower) applies a LeaderAndIsr
+// request: fences a stale controller epoch, checks each partition's leader epoch (must be
+// newer; equal or older gives STALE_CONTROLLER_EPOCH as in ZK mode), creates missing logs
+// and makes this broker leader or follower. Broker-epoch fencing is the caller's.
+func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) *kmsg.LeaderAndISRResponse {
+	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
+
+	type topicStates struct {
+		topic   string
+		topicID [16]byte
+		parts   []kmsg.LeaderAndISRRequestTopicPartition
+	}
+	var topics []topicStates
+	if req.Version < 2 {
+		idx := map[string]int{}
+		for _, ps := range req.PartitionStates {
+			i, ok := idx[ps.Topic]
+			if !ok {
+				i = len(topics)
+				idx[ps.Topic] = i
+				topics = append(topics, topicStates{topic: ps.Topic})
+			}
+			topics[i].parts = append(topics[i].parts, ps)
+		}
+	} else {
+		for _, ts := range req.TopicStates {
+			topics = append(topics, topicStates{topic: ts.Topic, topicID: ts.TopicID, parts: ts.PartitionStates})
+		}
+	}
+	errs := make([][]int16, len(topics))
+	respond := func() *kmsg.LeaderAndISRResponse {
+		for i, t := range topics {
+			var rt *kmsg.LeaderAndISRResponseTopic
+			if req.Version >= 5 {
+				resp.Topics = append(resp.Topics, kmsg.LeaderAndISRResponseTopic{TopicID: t.topicID})
+				rt = &resp.Topics[len(resp.Topics)-1]
+			}
+			for j, ps := range t.parts {
+				rp := kmsg.NewLeaderAndISRResponseTopicPartition()
+				rp.Topic, rp.Partition, rp.ErrorCode = t.topic, ps.Partition, errs[i][j]
+				if rt != nil {
+					rt.Partitions = append(rt.Partitions, rp)
+				} else {
+					resp.Partitions = append(resp.Partitions, rp)
+				}
+			}
+		}
+		return resp
+	}
+	for i := range topics {
+		errs[i] = make([]int16, len(topics[i].parts))
+	}
+
+	rm.stateMu.Lock()
+	defer rm.stateMu.Unlock()
+	slog := rm.stateLog.WithFields(logrus.Fields{"controller_id": req.ControllerID, "controller_epoch": req.ControllerEpoch})
+	if req.ControllerEpoch < rm.controllerEpoch {
+		slog.WithField("current_controller_epoch", rm.controllerEpoch).Warn("ignoring LeaderAndIsr from stale controller epoch")
+		resp.ErrorCode = kerr.StaleControllerEpoch.Code
+		for i := range errs {
+			for j := range errs[i] {
+				errs[i][j] = kerr.StaleControllerEpoch.Code
+			}
+		}
+		return respond()
+	}
+	rm.controllerEpoch = req.ControllerEpoch
+
+	for i, t := range topics {
+		for j, ps := range t.parts {
+			tp := logstore.TopicPartition{Topic: t.topic, Partition: ps.Partition}
+			plog := slog.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "leader": ps.Leader,
+				"leader_epoch": ps.LeaderEpoch, "isr": ps.ISR, "replicas": ps.Replicas, "partition_epoch": ps.ZKVersion})
+			p := rm.getOrCreatePartition(tp)
+			cur := p.LeaderEpoch()
+			if ps.LeaderEpoch <= cur {
+				plog.WithField("current_leader_epoch", cur).Info("ignoring LeaderAndIsr: leader epoch is not newer")
+				errs[i][j] = kerr.StaleControllerEpoch.Code
+				continue
+			}
+			if !slices.Contains(ps.Replicas, rm.cfg.BrokerID) {
+				plog.Warn("ignoring LeaderAndIsr: this broker is not in the replica set")
+				errs[i][j] = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			l, err := rm.createLogIfNotExists(tp, t.topicID)
+			if err != nil {
+				plog.WithError(err).Error("could not create the partition's log")
+				errs[i][j] = ErrorCode(err)
+				continue
+			}
+			s := partitionStateChange{controllerEpoch: ps.ControllerEpoch, leader: ps.Leader, leaderEpoch: ps.LeaderEpoch,
+				partitionEpoch: ps.ZKVersion, isr: ps.ISR, replicas: ps.Replicas, adding: ps.AddingReplicas,
+				removing: ps.RemovingReplicas, topicID: t.topicID}
+			if ps.Leader == rm.cfg.BrokerID {
+				p.makeLeader(s, l)
+				plog.WithFields(logrus.Fields{"log_end_offset": l.LogEndOffset(), "high_watermark": l.HighWatermark()}).Info("became leader")
+			} else {
+				p.makeFollower(s, l)
+				plog.Info("became follower")
+			}
+		}
+	}
+	return respond()
+}
+
+// createLogIfNotExists gets or creates the local log with the topic's config; a topic id that
+// differs from the one the log already has is INCONSISTENT_TOPIC_ID.
+func (rm *ReplicaManager) createLogIfNotExists(tp logstore.TopicPartition, topicID [16]byte) (*logstore.Log, error) {
+	if l, ok := rm.cfg.Logs.GetLog(tp); ok {
+		if have := l.TopicID(); have != ([16]byte{}) && topicID != ([16]byte{}) && have != topicID {
+			return nil, fmt.Errorf("%s: topic id %x differs from the log's %x: %w", tp, topicID, have, kerr.InconsistentTopicID)
+		}
+		return l, nil
+	}
+	var overrides map[string]string
+	if rm.cfg.TopicConfig != nil {
+		o, err := rm.cfg.TopicConfig(tp.Topic)
+		if err != nil {
+			return nil, fmt.Errorf("read config of topic %s: %w", tp.Topic, err)
+		}
+		overrides = o
+	}
+	var props map[string]string
+	if rm.cfg.Config != nil {
+		props = rm.cfg.Config.Props
+	}
+	lc, err := logstore.NewLogConfig(props, overrides)
+	if err != nil {
+		return nil, fmt.Errorf("config of topic %s: %w", tp.Topic, err)
+	}
+	l, err := rm.cfg.Logs.GetOrCreateLog(tp, topicID, lc)
+	if err != nil {
+		return nil, fmt.Errorf("create log %s: %w", tp, err)
+	}
+	return l, nil
+}
+
+// StopReplicas (ReplicaManager.stopReplicas) stops serving the listed partitions; with
+// delete it removes them and their logs. A partition's leader epoch in the request (v3+)
+// must be -2 (deletion), -1 (none) or newer than ours, else FENCED_LEADER_EPOCH.
+func (rm *ReplicaManager) StopReplicas(req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResponse {
+	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
+	type stop struct {
+		tp          logstore.TopicPartition
+		leaderEpoch int32
+		delete      bool
+	}
+	var stops []stop
+	for _, t := range req.Topics {
+		switch {
+		case req.Version == 0:
+			stops = append(stops, stop{logstore.TopicPartition{Topic: t.Topic, Partition: t.Partition}, -1, req.DeletePartitions})
+		case req.Version <= 2:
+			for _, p := range t.Partitions {
+				stops = append(stops, stop{logstore.TopicPartition{Topic: t.Topic, Partition: p}, -1, req.DeletePartitions})
+			}
+		default:
+			for _, ps := range t.PartitionStates {
+				stops = append(stops, stop{logstore.TopicPartition{Topic: t.Topic, Partition: ps.Partition}, ps.LeaderEpoch, ps.Delete})
+			}
+		}
+	}
+
+	rm.stateMu.Lock()
+	defer rm.stateMu.Unlock()
+	slog := rm.stateLog.WithFields(logrus.Fields{"controller_id": req.ControllerID, "controller_epoch": req.ControllerEpoch})
+	add := func(tp logstore.TopicPartition, code int16) {
+		rp := kmsg.NewStopReplicaResponsePartition()
+		rp.Topic, rp.Partition, rp.ErrorCode = tp.Topic, tp.Partition, code
+		resp.Partitions = append(resp.Partitions, rp)
+	}
+	if req.ControllerEpoch < rm.controllerEpoch {
+		slog.WithField("current_controller_epoch", rm.controllerEpoch).Warn("ignoring StopReplica from stale controller epoch")
+		resp.ErrorCode = kerr.StaleControllerEpoch.Code
+		return resp
+	}
+	rm.controllerEpoch = req.ControllerEpoch
+
+	for _, s := range stops {
+		plog := slog.WithFields(logrus.Fields{"topic": s.tp.Topic, "partition": s.tp.Partition, "delete": s.delete})
+		rm.mu.RLock()
+		p, hosted := rm.partitions[s.tp]
+		rm.mu.RUnlock()
+		if hosted && s.leaderEpoch != -2 && s.leaderEpoch != -1 {
+			if cur := p.LeaderEpoch(); s.leaderEpoch <= cur { // equal is fenced too, as in Kafka
+				plog.WithFields(logrus.Fields{"leader_epoch": s.leaderEpoch, "current_leader_epoch": cur}).
+					Info("ignoring StopReplica: leader epoch is not newer")
+				add(s.tp, kerr.FencedLeaderEpoch.Code)
+				continue
+			}
+		}
+		if !s.delete {
+			// Fetchers stop here once replication exists; the partition stays hosted.
+			add(s.tp, 0)
+			plog.Info("stopped replica")
+			continue
+		}
+		if hosted {
+			rm.mu.Lock()
+			delete(rm.partitions, s.tp)
+			rm.mu.Unlock()
+			p.detach()
+		}
+		var code int16
+		if _, ok := rm.cfg.Logs.GetLog(s.tp); ok {
+			if err := rm.cfg.Logs.DeleteLog(s.tp); err != nil {
+				plog.WithError(err).Error("could not delete the partition's log")
+				code = kerr.KafkaStorageError.Code
+			}
+		}
+		add(s.tp, code)
+		plog.Info("stopped and deleted replica")
+	}
+	return resp
+}
+
+// ProduceResult is one partition's outcome of AppendRecords.
+type ProduceResult struct {
+	TP   logstore.TopicPartition
+	Err  error
+	Info logstore.AppendInfo
+}
+
+// AppendRecords (ReplicaManager.appendRecords) appends each entry to its leader partition.
+// acks must be validated by the caller. With acks=-1 it waits (DelayedProduce) until the HW
+// passes every appended batch, the timeout (REQUEST_TIMED_OUT) or ctx ends.
+func (rm *ReplicaManager) AppendRecords(ctx context.Context, timeout time.Duration, acks int16, tps []logstore.TopicPartition, records [][]byte) []ProduceResult {
+	results := make([]ProduceResult, len(tps))
+	parts := make([]*Partition, len(tps))
+	anyOK := false
+	for i, tp := range tps {
+		results[i].TP = tp
+		p, err := rm.LeaderPartition(tp)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		info, err := p.appendRecordsToLeader(records[i], acks)
+		if err != nil {
+			results[i].Err = err
+			if !errors.Is(err, ErrNotLeaderOrFollower) && !errors.Is(err, ErrNotEnoughReplicas) {
+				rm.log.WithError(err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Debug("append failed")
+			}
+			continue
+		}
+		results[i].Info = info
+		parts[i] = p
+		anyOK = true
+	}
+	if acks == -1 && anyOK {
+		waitForProduce(ctx, rm.cfg.Now, timeout, results, parts)
+	}
+	return results
+}
+
+// readFromLocalLog (ReplicaManager.readFromLocalLog) reads each partition up to the HW
+// (consumers), the LSO (read_committed; = HW until transactions exist) or the LEO
+// (followers), honouring each partition's max bytes and the response max bytes, with the
+// first non-empty partition allowed one batch beyond them (KIP-74). It returns the results,
+// the bytes read, and whether any partition failed. first marks the request's first read,
+// which records a follower's fetch offset.
+func (rm *ReplicaManager) readFromLocalLog(params FetchParams, reqs []FetchPartitionRequest, first bool) ([]FetchPartitionResult, int64, bool) {
+	results := make([]FetchPartitionResult, len(reqs))
+	limit := int64(params.MaxBytes)
+	minOneMessage := true
+	var total int64
+	errored := false
+	for i, r := range reqs {
+		res, err := rm.readPartition(params, r, limit, minOneMessage, first)
+		if err != nil {
+			results[i] = FetchPartitionResult{Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			errored = true
+			continue
+		}
+		results[i] = res
+		if res.Records.Size > 0 {
+			minOneMessage = false
+		}
+		total += res.Records.Size
+		limit = max(0, limit-res.Records.Size)
+	}
+	return results, total, errored
+}
+
+func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequest, limit int64, minOneMessage, first bool) (FetchPartitionResult, error) {
+	p, err := rm.Partition(r.TP)
+	if err != nil {
+		return FetchPartitionResult{}, err
+	}
+	if first && params.ReplicaID >= 0 {
+		p.updateFollowerFetchState(params.ReplicaID, r.FetchOffset)
+	}
+	p.mu.RLock()
+	l, err := p.leaderLogLocked(r.CurrentLeaderEpoch, true)
+	p.mu.RUnlock()
+	if err != nil {
+		return FetchPartitionResult{}, err
+	}
+	hw, start, leo := l.HighWatermark(), l.LogStartOffset(), l.LogEndOffset()
+	res := FetchPartitionResult{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}
+	maxOffset := hw
+	if params.ReplicaID >= 0 {
+		maxOffset = leo
+	}
+	if r.FetchOffset < start || r.FetchOffset > leo {
+		return FetchPartitionResult{}, fmt.Errorf("%s: fetch offset %d outside [%d, %d]: %w", r.TP, r.FetchOffset, start, leo, logstore.ErrOffsetOutOfRange)
+	}
+	maxBytes := min(int64(max(r.MaxBytes, 0)), limit)
+	if r.FetchOffset >= maxOffset || (maxBytes == 0 && !minOneMessage) {
+		return res, nil
+	}
+	info, err := l.Read(r.FetchOffset, int32(maxBytes), maxOffset, minOneMessage)
+	if err != nil {
+		return FetchPartitionResult{}, fmt.Errorf("read %s at %d: %w", r.TP, r.FetchOffset, err)
+	}
+	res.Records = info
+	return res, nil
+}
+
+// Shutdown (ReplicaManager.shutdown) stops serving every partition: waiting produces and
+// fetches wake and fail with NOT_LEADER_OR_FOLLOWER. Call it after the SocketServers are
+// closed and before logstore.Manager.Shutdown; replica fetchers will stop here too.
+func (rm *ReplicaManager) Shutdown() {
+	rm.mu.Lock()
+	parts := rm.partitions
+	rm.partitions = map[logstore.TopicPartition]*Partition{}
+	rm.mu.Unlock()
+	for _, p := range parts {
+		p.detach()
+	}
+	rm.log.WithField("partitions", len(parts)).Info("replica manager shut down")
+}

@@ -1,0 +1,28 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestInactiveControllerAnswersNotController(t *testing.T) {
+	c := newController(Config{BrokerID: 3, Log: testLog(t)}, nil, kclientDial)
+	if c.IsActive() || c.Epoch() != 0 {
+		t.Fatal("a controller that never ran is active")
+	}
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.SetVersion(3)
+	if resp := c.AlterPartition(context.Background(), req); resp.ErrorCode != kerr.NotController.Code || resp.GetVersion() != 3 {
+		t.Fatalf("error code %d v%d, want NOT_CONTROLLER v3", resp.ErrorCode, resp.GetVersion())
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := newController(Config{BrokerID: 1}, nil, kclientDial)
+	if c.cfg.InterBrokerListenerName != "PLAINTEXT" || c.cfg.SocketTimeout.Seconds() != 30 || c.cfg.Log == nil {
+		t.Fatalf("defaults: %+v", c.cfg)
+	}
+}

@@ -1,0 +1,911 @@
+package controller
+
+// The event loop: the thin I/O layer around the decisions in decisions.go. It mirrors
+// KafkaController's process(event) and its handlers (onControllerFailover, onBrokerStartup,
+// onBrokerFailure, onNewPartitionCreation, ...) and the parts of Partition/ReplicaStateMachine
+// that read and write ZooKeeper.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/zkmeta"
+)
+
+// store is the part of zkmeta.Client the controller uses (an in-memory fake in tests).
+type store interface {
+	WatchController() (int32, <-chan zkmeta.Event, error)
+	ChildrenW(path string) ([]string, <-chan zkmeta.Event, error)
+	GetBroker(id int32) (zkmeta.BrokerInfo, error)
+	GetW(path string) ([]byte, int32, <-chan zkmeta.Event, error)
+	GetAllTopicsW() ([]string, <-chan zkmeta.Event, error)
+	GetTopic(name string) (zkmeta.TopicAssignment, int32, error)
+	GetTopicW(name string) (zkmeta.TopicAssignment, int32, <-chan zkmeta.Event, error)
+	SetTopicAssignmentAsController(name string, a zkmeta.TopicAssignment, ctrlEpochZkVersion int32) (int32, error)
+	GetTopicConfig(name string) (map[string]string, error)
+	GetPartitionState(topic string, p int32) (zkmeta.PartitionState, error)
+	CreatePartitionState(topic string, p int32, s zkmeta.PartitionState, ctrlEpochZkVersion int32) error
+	UpdatePartitionState(topic string, p int32, s zkmeta.PartitionState, expectedZkVersion, ctrlEpochZkVersion int32) (int32, error)
+	DeleteTopicDeletionMarker(name string, ctrlEpochZkVersion int32) error
+	DeleteTopicZNodes(name string, ctrlEpochZkVersion int32) error
+}
+
+// maxElectionAttempts bounds the re-read-and-retry rounds after BADVERSION conflicts.
+const maxElectionAttempts = 5
+
+// errResign ends the loop: this broker is no longer controller. errControllerChanged (with
+// errResign) says /controller no longer names this broker: a normal end, campaign at once.
+var (
+	errResign            = errors.New("controller: resigning")
+	errControllerChanged = errors.New("controller: /controller changed")
+)
+
+// eventLoop is one term as active controller. Only its goroutine touches ctx.
+type eventLoop struct {
+	cfg      Config
+	zk       store
+	channels brokerChannels
+	ctx      *controllerContext
+	queue    *eventQueue
+	log      *logrus.Entry
+	stateLog *logrus.Entry // component=state.change, like Kafka's state-change log
+
+	watchCtx context.Context // cancelled when the term ends; stops the watch goroutines
+	watchWG  sync.WaitGroup
+	// dataWatches holds the znode paths with an armed, not yet fired data watch (topics,
+	// brokers), so a re-read does not arm a second one.
+	dataWatches    map[string]bool
+	rebalanceTimer *time.Timer   // next auto leader rebalance check; stopped when the term ends
+	done           chan struct{} // closed when the term has ended (events still queued are dropped)
+}
+
+// stopTimers stops the term's timers (after run returned).
+func (l *eventLoop) stopTimers() {
+	if l.rebalanceTimer != nil {
+		l.rebalanceTimer.Stop()
+	}
+}
+
+func newEventLoop(cfg Config, zk store, channels brokerChannels, epoch, epochZkVersion int32, watchCtx context.Context) *eventLoop {
+	log := cfg.Log.WithField("controller_epoch", epoch)
+	return &eventLoop{
+		cfg: cfg, zk: zk, channels: channels,
+		ctx:      newControllerContext(epoch, epochZkVersion),
+		queue:    newEventQueue(),
+		log:      log,
+		stateLog: log.WithField("component", "state.change"),
+		watchCtx: watchCtx,
+		done:     make(chan struct{}),
+
+		dataWatches: map[string]bool{},
+	}
+}
+
+// watch turns a one-shot ZooKeeper watch into an event. A watch dropped by session expiry
+// becomes expireEvent.
+func (l *eventLoop) watch(ch <-chan zkmeta.Event, ev event) {
+	if ch == nil {
+		return
+	}
+	l.watchWG.Add(1)
+	go func() {
+		defer l.watchWG.Done()
+		select {
+		case <-l.watchCtx.Done():
+		case zev, ok := <-ch:
+			if ok && zev.Type == zkmeta.EventNotWatching && errors.Is(zev.Err, zkmeta.ErrSessionExpired) {
+				l.queue.put(expireEvent{})
+				return
+			}
+			l.queue.put(ev)
+		}
+	}()
+}
+
+// run processes events until the term ends (resignation or ctx done). sessionEvents may be nil.
+func (l *eventLoop) run(ctx context.Context, sessionEvents <-chan zkmeta.SessionEvent) error {
+	l.queue.put(startupEvent{})
+	for {
+		for _, ev := range l.queue.take() {
+			if err := l.process(ev); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case se, ok := <-sessionEvents:
+			if !ok {
+				return fmt.Errorf("%w: zookeeper client closed", errResign)
+			}
+			if se.Type == zkmeta.SessionExpired {
+				l.log.Warn("zookeeper session expired; resigning as controller")
+				return fmt.Errorf("%w: session expired", errResign)
+			}
+		case <-l.queue.signal:
+		}
+	}
+}
+
+// process handles one event. A non-nil error ends the term.
+func (l *eventLoop) process(ev event) error {
+	l.log.WithField("event", ev.String()).Debug("processing controller event")
+	switch e := ev.(type) {
+	case partitionModificationsEvent:
+		delete(l.dataWatches, zkmeta.TopicPath(e.topic)) // it fired
+	case brokerModificationEvent:
+		delete(l.dataWatches, zkmeta.BrokerIDPath(e.id))
+	}
+	var err error
+	switch e := ev.(type) {
+	case startupEvent:
+		// Kafka resigns (and re-elects) when failover fails: a half-loaded controller with
+		// missing watches must not stay active.
+		if err = l.onControllerFailover(); err != nil && !isFatal(err) {
+			err = fmt.Errorf("%w: failover: %w", errResign, err)
+		}
+	case brokerChangeEvent:
+		err = l.onBrokerChange()
+	case brokerModificationEvent:
+		err = l.onBrokerModification(e.id)
+	case topicChangeEvent:
+		err = l.onTopicChange()
+	case partitionModificationsEvent:
+		err = l.onPartitionModifications(e.topic)
+	case topicDeletionEvent:
+		err = l.onTopicDeletion()
+	case stopReplicaResponseEvent:
+		err = l.onStopReplicaResponse(e.broker, e.req, e.resp)
+	case controllerChangeEvent:
+		err = l.onControllerChange()
+	case electLeadersEvent:
+		var resp *kmsg.ElectLeadersResponse
+		resp, err = l.onElectLeaders(e.req)
+		if resp == nil {
+			resp = electLeadersError(e.req, notControllerCode)
+		}
+		e.reply <- resp
+	case autoPreferredReplicaLeaderElectionEvent:
+		err = l.onAutoPreferredReplicaLeaderElection()
+	case expireEvent:
+		err = fmt.Errorf("%w: session expired", errResign)
+	case controlledShutdownEvent:
+		var resp *kmsg.ControlledShutdownResponse
+		resp, err = l.onControlledShutdown(e.req)
+		if resp == nil {
+			resp = controlledShutdownError(e.req, notControllerCode)
+		}
+		e.reply <- resp
+	case alterPartitionEvent:
+		var resp *kmsg.AlterPartitionResponse
+		resp, err = l.onAlterPartition(e.req)
+		if resp == nil {
+			resp = alterPartitionError(e.req, notControllerCode)
+		}
+		e.reply <- resp
+	}
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errResign) || errors.Is(err, zkmeta.ErrControllerMoved) || errors.Is(err, zkmeta.ErrSessionExpired) || errors.Is(err, zkmeta.ErrClosed) {
+		l.log.WithError(err).WithField("event", ev.String()).Warn("controller moved or session lost; resigning")
+		return fmt.Errorf("%w: %w", errResign, err)
+	}
+	// Kafka logs and carries on: the next event re-reads what it needs.
+	l.log.WithError(err).WithField("event", ev.String()).Error("error processing controller event")
+	return nil
+}
+
+// sendBatch builds a batch's requests from the current context and queues them.
+func (l *eventLoop) sendBatch(b *requestBatch) {
+	for _, r := range b.build(l.ctx, l.cfg.BrokerID, l.cfg.InterBrokerListenerName) {
+		broker := r.broker
+		var cb func(kmsg.Response)
+		switch req := r.req.(type) {
+		case *kmsg.LeaderAndISRRequest:
+			cb = func(resp kmsg.Response) { l.logLeaderAndIsrResponse(broker, resp) }
+		case *kmsg.StopReplicaRequest:
+			if req.DeletePartitions || stopReplicaDeletes(req) {
+				cb = func(resp kmsg.Response) { l.queue.put(stopReplicaResponseEvent{broker: broker, req: req, resp: resp}) }
+			}
+		}
+		l.channels.send(broker, r.req, cb)
+	}
+}
+
+// logLeaderAndIsrResponse runs on a sender goroutine: it only logs.
+func (l *eventLoop) logLeaderAndIsrResponse(broker int32, resp kmsg.Response) {
+	r, ok := resp.(*kmsg.LeaderAndISRResponse)
+	if !ok {
+		return
+	}
+	if r.ErrorCode != 0 {
+		l.log.WithFields(logrus.Fields{"target_broker": broker, "error_code": r.ErrorCode}).Warn("LeaderAndIsr failed")
+		return
+	}
+	parts := r.Partitions
+	for _, t := range r.Topics {
+		parts = append(parts, t.Partitions...)
+	}
+	for _, p := range parts {
+		if p.ErrorCode != 0 {
+			l.log.WithFields(logrus.Fields{"target_broker": broker, "topic": p.Topic, "partition": p.Partition,
+				"error_code": p.ErrorCode}).Warn("LeaderAndIsr partition error")
+		}
+	}
+}
+
+// ---- failover ----
+
+// onControllerFailover loads the cluster from ZooKeeper, registers the watches and brings
+// every partition online (KafkaController.onControllerFailover).
+func (l *eventLoop) onControllerFailover() error {
+	l.log.Info("controller failover: loading cluster state")
+	id, ch, err := l.zk.WatchController()
+	if err != nil {
+		return err
+	}
+	l.watch(ch, controllerChangeEvent{})
+	if id != l.cfg.BrokerID {
+		return fmt.Errorf("%w: /controller is broker %d", errResign, id)
+	}
+
+	changes, err := l.refreshLiveBrokers()
+	if err != nil {
+		return err
+	}
+	l.ctx.liveBrokers = changes.current
+	topics, ch, err := l.zk.GetAllTopicsW()
+	if err != nil {
+		return err
+	}
+	l.watch(ch, topicChangeEvent{})
+	for _, t := range topics {
+		if err := l.loadTopic(t); err != nil {
+			if isFatal(err) {
+				return err
+			}
+			continue // logged by loadTopic; the topic is skipped
+		}
+		if err := l.loadPartitionStates(t); err != nil {
+			return err
+		}
+	}
+	if err := l.readTopicDeletions(); err != nil {
+		return err
+	}
+	for _, tp := range l.ctx.allPartitions() {
+		l.ctx.partitionStates[tp] = l.ctx.initialPartitionState(tp)
+	}
+
+	// UpdateMetadata with the live brokers to every broker.
+	b := newRequestBatch()
+	b.addUpdateMetadata(l.ctx.liveOrShuttingDownBrokerIDs(), nil)
+	l.sendBatch(b)
+
+	// ReplicaStateMachine.startup: live replicas → OnlineReplica (LeaderAndIsr), then
+	// replicas on dead brokers → OfflineReplica (removed from the ISR).
+	b = newRequestBatch()
+	for _, id := range l.ctx.liveOrShuttingDownBrokerIDs() {
+		for _, tp := range l.ctx.partitionsOnBroker(id) {
+			if _, ok := l.ctx.partitionLeadership[tp]; ok && !l.ctx.topicsToDelete[tp.Topic] {
+				b.addLeaderAndIsr(l.ctx, []int32{id}, tp, false)
+			}
+		}
+	}
+	l.sendBatch(b)
+	if err := l.offlineReplicas(l.deadReplicaHolders()); err != nil {
+		return err
+	}
+
+	// PartitionStateMachine.startup, then TopicDeletionManager.init.
+	if err := l.triggerOnlinePartitionStateChange(); err != nil {
+		return err
+	}
+	if err := l.resumeDeletions(); err != nil {
+		return err
+	}
+	l.scheduleAutoRebalance(firstRebalanceDelay)
+	l.log.WithFields(logrus.Fields{"live_brokers": l.ctx.liveOrShuttingDownBrokerIDs(), "topics": len(l.ctx.topics)}).Info("controller failover complete")
+	return nil
+}
+
+// deadReplicaHolders returns the assigned brokers that are not live, sorted.
+func (l *eventLoop) deadReplicaHolders() []int32 {
+	seen := map[int32]bool{}
+	for _, tp := range l.ctx.allPartitions() {
+		for _, r := range l.ctx.replicas(tp) {
+			if !l.ctx.isRegistered(r) {
+				seen[r] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func isFatal(err error) bool {
+	return errors.Is(err, errResign) || errors.Is(err, zkmeta.ErrControllerMoved) ||
+		errors.Is(err, zkmeta.ErrSessionExpired) || errors.Is(err, zkmeta.ErrClosed)
+}
+
+// loadTopic reads a topic's assignment (arming its data watch), adds a topic id if it has
+// none, and reads its unclean.leader.election.enable override. A malformed znode is logged
+// with its path and the topic skipped.
+func (l *eventLoop) loadTopic(name string) error {
+	var a zkmeta.TopicAssignment
+	var version int32
+	var err error
+	if path := zkmeta.TopicPath(name); l.dataWatches[path] {
+		a, version, err = l.zk.GetTopic(name)
+	} else {
+		var ch <-chan zkmeta.Event
+		a, version, ch, err = l.zk.GetTopicW(name)
+		if ch != nil {
+			l.dataWatches[path] = true
+			l.watch(ch, partitionModificationsEvent{topic: name})
+		}
+	}
+	if err != nil {
+		if !isFatal(err) && !errors.Is(err, zkmeta.ErrNoNode) {
+			l.log.WithError(err).WithFields(logrus.Fields{"topic": name, "zk_path": zkmeta.TopicPath(name)}).Error("cannot read topic; skipping it")
+		}
+		return err
+	}
+	if a.TopicID == ([16]byte{}) {
+		a.TopicID = zkmeta.NewUUID()
+		v, err := l.zk.SetTopicAssignmentAsController(name, a, l.ctx.epochZkVersion)
+		if err != nil {
+			return err
+		}
+		version = v
+		l.log.WithFields(logrus.Fields{"topic": name, "topic_id": zkmeta.TopicIDString(a.TopicID)}).Info("assigned topic id")
+	}
+	t := &topicInfo{id: a.TopicID, zkVersion: version, assignment: a.Partitions, adding: a.Adding, removing: a.Removing}
+	if old := l.ctx.topics[name]; old != nil {
+		t.unclean = old.unclean
+	}
+	cfg, err := l.zk.GetTopicConfig(name)
+	if err != nil {
+		if isFatal(err) {
+			return err
+		}
+		l.log.WithError(err).WithFields(logrus.Fields{"topic": name, "zk_path": zkmeta.TopicConfigPath(name)}).Warn("cannot read topic config")
+	}
+	if v, ok := cfg["unclean.leader.election.enable"]; ok {
+		if b, perr := strconv.ParseBool(v); perr == nil {
+			t.unclean = &b
+		}
+	}
+	l.ctx.topics[name] = t
+	return nil
+}
+
+// loadPartitionStates reads the state znode of every partition of a topic into the context.
+func (l *eventLoop) loadPartitionStates(topic string) error {
+	t := l.ctx.topics[topic]
+	if t == nil {
+		return nil
+	}
+	var tps []TopicPartition
+	for p := range t.assignment {
+		tps = append(tps, TopicPartition{topic, p})
+	}
+	slices.SortFunc(tps, compareTP)
+	return l.refreshPartitionStates(tps)
+}
+
+// refreshPartitionStates re-reads partition state znodes (Kafka reads them before every
+// election). A malformed znode is logged and the partition treated as having no state.
+func (l *eventLoop) refreshPartitionStates(tps []TopicPartition) error {
+	for _, tp := range tps {
+		st, err := l.zk.GetPartitionState(tp.Topic, tp.Partition)
+		switch {
+		case err == nil:
+			l.ctx.partitionLeadership[tp] = st
+		case errors.Is(err, zkmeta.ErrNoNode):
+			delete(l.ctx.partitionLeadership, tp)
+		case isFatal(err):
+			return err
+		default:
+			l.log.WithError(err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition,
+				"zk_path": zkmeta.PartitionStatePath(tp.Topic, tp.Partition)}).Error("cannot read partition state")
+		}
+	}
+	return nil
+}
+
+// ---- brokers ----
+
+// refreshLiveBrokers re-reads /brokers/ids (re-arming the watch) and returns the brokers
+// that are new, bounced (same id, new czxid) and dead relative to the context, with the
+// current registrations. It updates the channels as Kafka does; the caller updates the
+// context's live brokers step by step.
+func (l *eventLoop) refreshLiveBrokers() (changes brokerChanges, err error) {
+	children, ch, err := l.zk.ChildrenW(zkmeta.BrokerIDsPath)
+	if err != nil {
+		return changes, err
+	}
+	l.watch(ch, brokerChangeEvent{})
+	current := map[int32]zkmeta.BrokerInfo{}
+	for _, c := range children {
+		id, perr := strconv.ParseInt(c, 10, 32)
+		if perr != nil {
+			continue
+		}
+		info, err := l.zk.GetBroker(int32(id))
+		if errors.Is(err, zkmeta.ErrNoNode) {
+			continue // gone between the list and the read
+		}
+		if err != nil {
+			if isFatal(err) {
+				return changes, err
+			}
+			l.log.WithError(err).WithField("zk_path", zkmeta.BrokerIDPath(int32(id))).Error("cannot read broker registration")
+			continue
+		}
+		current[int32(id)] = info
+	}
+	for id, info := range current {
+		old, ok := l.ctx.liveBrokers[id]
+		switch {
+		case !ok:
+			changes.newBrokers = append(changes.newBrokers, id)
+		case old.Epoch != info.Epoch:
+			changes.bounced = append(changes.bounced, id)
+		}
+	}
+	for id := range l.ctx.liveBrokers {
+		if _, ok := current[id]; !ok {
+			changes.dead = append(changes.dead, id)
+		}
+	}
+	slices.Sort(changes.newBrokers)
+	slices.Sort(changes.bounced)
+	slices.Sort(changes.dead)
+	for _, id := range append(slices.Clone(changes.dead), changes.bounced...) {
+		l.channels.removeBroker(id)
+	}
+	changes.current = current
+	for _, id := range append(slices.Clone(changes.newBrokers), changes.bounced...) {
+		l.channels.addBroker(current[id])
+		if err := l.watchBroker(id); err != nil && isFatal(err) {
+			return changes, err
+		}
+	}
+	return changes, nil
+}
+
+// watchBroker arms a data watch on /brokers/ids/<id> (endpoint or feature changes).
+func (l *eventLoop) watchBroker(id int32) error {
+	path := zkmeta.BrokerIDPath(id)
+	if l.dataWatches[path] {
+		return nil
+	}
+	_, _, ch, err := l.zk.GetW(path)
+	if err != nil {
+		return err
+	}
+	l.dataWatches[path] = true
+	l.watch(ch, brokerModificationEvent{id: id})
+	return nil
+}
+
+// onBrokerModification is processBrokerModification: a live broker rewrote its registration
+// (same czxid); new endpoints reach every broker through UpdateMetadata.
+func (l *eventLoop) onBrokerModification(id int32) error {
+	old, live := l.ctx.liveBrokers[id]
+	if !live {
+		return nil
+	}
+	data, _, ch, err := l.zk.GetW(zkmeta.BrokerIDPath(id))
+	if errors.Is(err, zkmeta.ErrNoNode) {
+		return nil // gone: BrokerChange handles it
+	}
+	if err != nil {
+		return err
+	}
+	l.dataWatches[zkmeta.BrokerIDPath(id)] = true
+	l.watch(ch, brokerModificationEvent{id: id})
+	info, err := zkmeta.DecodeBrokerInfo(id, data)
+	if err != nil {
+		l.log.WithError(err).WithField("zk_path", zkmeta.BrokerIDPath(id)).Error("cannot decode broker registration")
+		return nil
+	}
+	info.Epoch = old.Epoch
+	if slices.Equal(info.Endpoints, old.Endpoints) && info.Rack == old.Rack {
+		return nil
+	}
+	l.log.WithFields(logrus.Fields{"target_broker": id, "endpoints": info.Endpoints}).Info("broker registration changed")
+	l.ctx.liveBrokers[id] = info
+	l.channels.removeBroker(id)
+	l.channels.addBroker(info)
+	b := newRequestBatch()
+	b.addUpdateMetadata(l.ctx.liveOrShuttingDownBrokerIDs(), nil)
+	l.sendBatch(b)
+	return nil
+}
+
+type brokerChanges struct {
+	newBrokers, bounced, dead []int32
+	current                   map[int32]zkmeta.BrokerInfo
+}
+
+// onBrokerChange is KafkaController.processBrokerChange, in Kafka's order: new brokers start
+// up, bounced brokers fail and start up again, dead brokers fail.
+func (l *eventLoop) onBrokerChange() error {
+	changes, err := l.refreshLiveBrokers()
+	if err != nil {
+		return err
+	}
+	if len(changes.newBrokers)+len(changes.bounced)+len(changes.dead) == 0 {
+		return nil
+	}
+	l.log.WithFields(logrus.Fields{"new": changes.newBrokers, "bounced": changes.bounced, "dead": changes.dead}).Info("broker change")
+	if len(changes.newBrokers) > 0 {
+		for _, id := range changes.newBrokers {
+			l.ctx.liveBrokers[id] = changes.current[id]
+		}
+		if err := l.onBrokerStartup(changes.newBrokers); err != nil {
+			return err
+		}
+	}
+	if len(changes.bounced) > 0 {
+		for _, id := range changes.bounced {
+			delete(l.ctx.liveBrokers, id)
+			delete(l.ctx.shuttingDown, id)
+		}
+		if err := l.onBrokerFailure(changes.bounced); err != nil {
+			return err
+		}
+		for _, id := range changes.bounced {
+			l.ctx.liveBrokers[id] = changes.current[id]
+		}
+		if err := l.onBrokerStartup(changes.bounced); err != nil {
+			return err
+		}
+	}
+	if len(changes.dead) > 0 {
+		for _, id := range changes.dead {
+			delete(l.ctx.liveBrokers, id)
+			delete(l.ctx.shuttingDown, id)
+		}
+		if err := l.onBrokerFailure(changes.dead); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onBrokerStartup: UpdateMetadata (brokers only) to the others and with every partition to
+// the new ones; LeaderAndIsr for the new brokers' replicas; then New/Offline partitions online.
+func (l *eventLoop) onBrokerStartup(started []int32) error {
+	var existing []int32
+	for _, id := range l.ctx.liveOrShuttingDownBrokerIDs() {
+		if !slices.Contains(started, id) {
+			existing = append(existing, id)
+		}
+	}
+	b := newRequestBatch()
+	b.addUpdateMetadata(existing, nil)
+	l.sendBatch(b)
+	b = newRequestBatch()
+	b.addUpdateMetadata(started, l.partitionsWithLeadership())
+	l.sendBatch(b)
+
+	b = newRequestBatch()
+	for _, id := range started {
+		for _, tp := range l.ctx.partitionsOnBroker(id) {
+			if _, ok := l.ctx.partitionLeadership[tp]; ok && !l.ctx.topicsToDelete[tp.Topic] {
+				b.addLeaderAndIsr(l.ctx, []int32{id}, tp, false)
+			}
+		}
+	}
+	l.sendBatch(b)
+	if err := l.triggerOnlinePartitionStateChange(); err != nil {
+		return err
+	}
+	return l.resumeDeletions()
+}
+
+func (l *eventLoop) partitionsWithLeadership() []TopicPartition {
+	var out []TopicPartition
+	for _, tp := range l.ctx.allPartitions() {
+		if _, ok := l.ctx.partitionLeadership[tp]; ok {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// onBrokerFailure (onReplicasBecomeOffline): partitions led by a dead broker go Offline and
+// are re-elected; the dead brokers' replicas leave the ISR.
+func (l *eventLoop) onBrokerFailure(dead []int32) error {
+	l.pauseDeletionsOn(dead)
+	var offlineLed []TopicPartition
+	for _, tp := range l.ctx.allPartitions() {
+		st, ok := l.ctx.partitionLeadership[tp]
+		if ok && !l.ctx.isLive(st.Leader) && !l.ctx.topicsToDelete[tp.Topic] {
+			if l.ctx.partitionStates[tp] != OfflinePartition {
+				l.stateChange(tp, l.ctx.partitionStates[tp], OfflinePartition, "leader offline")
+				l.ctx.partitionStates[tp] = OfflinePartition
+			}
+			offlineLed = append(offlineLed, tp)
+		}
+	}
+	if err := l.triggerOnlinePartitionStateChange(); err != nil {
+		return err
+	}
+	if err := l.offlineReplicas(dead); err != nil {
+		return err
+	}
+	if len(offlineLed) == 0 {
+		b := newRequestBatch()
+		b.addUpdateMetadata(l.ctx.liveOrShuttingDownBrokerIDs(), nil)
+		l.sendBatch(b)
+	}
+	return nil
+}
+
+// offlineReplicas moves the replicas on the given brokers to OfflineReplica: each leaves the
+// ISR of its partitions (re-read from ZooKeeper first), and the other replicas get LeaderAndIsr.
+func (l *eventLoop) offlineReplicas(brokers []int32) error {
+	for _, replica := range brokers {
+		var tps []TopicPartition
+		for _, tp := range l.ctx.partitionsOnBroker(replica) {
+			if !l.ctx.topicsToDelete[tp.Topic] {
+				tps = append(tps, tp)
+			}
+		}
+		if err := l.removeReplicaFromISRs(replica, tps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeReplicaFromISRs is the OfflineReplica transition of one replica for tps.
+func (l *eventLoop) removeReplicaFromISRs(replica int32, tps []TopicPartition) error {
+	b := newRequestBatch()
+	for attempt := 0; len(tps) > 0 && attempt < maxElectionAttempts; attempt++ {
+		if err := l.refreshPartitionStates(tps); err != nil {
+			return err
+		}
+		retry, err := l.applyUpdates(l.ctx.decideRemoveReplicaFromISR(replica, tps), b)
+		if err != nil {
+			return err
+		}
+		tps = retry
+	}
+	l.sendBatch(b)
+	return nil
+}
+
+// ---- topics ----
+
+// onTopicChange is processTopicChange: new topics get their partitions created; topics gone
+// from ZooKeeper are forgotten.
+func (l *eventLoop) onTopicChange() error {
+	topics, ch, err := l.zk.GetAllTopicsW()
+	if err != nil {
+		return err
+	}
+	l.watch(ch, topicChangeEvent{})
+	current := map[string]bool{}
+	var added []string
+	for _, t := range topics {
+		current[t] = true
+		if _, ok := l.ctx.topics[t]; !ok {
+			added = append(added, t)
+		}
+	}
+	for t := range l.ctx.topics {
+		if !current[t] {
+			l.forgetTopic(t)
+		}
+	}
+	var newPartitions []TopicPartition
+	for _, t := range added {
+		if err := l.loadTopic(t); err != nil {
+			if isFatal(err) {
+				return err
+			}
+			continue
+		}
+		for p := range l.ctx.topics[t].assignment {
+			newPartitions = append(newPartitions, TopicPartition{t, p})
+		}
+	}
+	if len(added) > 0 {
+		l.log.WithField("topics", added).Info("new topics")
+	}
+	slices.SortFunc(newPartitions, compareTP)
+	return l.onNewPartitionCreation(newPartitions)
+}
+
+func (l *eventLoop) forgetTopic(t string) {
+	for _, tp := range l.ctx.allPartitions() {
+		if tp.Topic == t {
+			delete(l.ctx.partitionLeadership, tp)
+			delete(l.ctx.partitionStates, tp)
+		}
+	}
+	delete(l.ctx.topics, t)
+	delete(l.ctx.topicsToDelete, t)
+	delete(l.ctx.deletion, t)
+}
+
+// onPartitionModifications: the topic znode changed; partitions not yet known are new
+// (CreatePartitions). Reassignment is not handled yet (a later issue).
+func (l *eventLoop) onPartitionModifications(topic string) error {
+	var known map[int32][]int32
+	if old := l.ctx.topics[topic]; old != nil {
+		known = old.assignment
+	}
+	// A topic skipped earlier (malformed znode) that was fixed is new as a whole.
+	if err := l.loadTopic(topic); err != nil {
+		if errors.Is(err, zkmeta.ErrNoNode) {
+			return nil // deleted; TopicChange follows
+		}
+		if isFatal(err) {
+			return err
+		}
+		return nil
+	}
+	var added []TopicPartition
+	for p := range l.ctx.topics[topic].assignment {
+		if _, ok := known[p]; !ok {
+			added = append(added, TopicPartition{topic, p})
+		}
+	}
+	slices.SortFunc(added, compareTP)
+	return l.onNewPartitionCreation(added)
+}
+
+// onNewPartitionCreation: NonExistent → NewPartition → OnlinePartition.
+func (l *eventLoop) onNewPartitionCreation(tps []TopicPartition) error {
+	if len(tps) == 0 {
+		return nil
+	}
+	for _, tp := range tps {
+		l.stateChange(tp, NonExistentPartition, NewPartition, "partition created")
+		l.ctx.partitionStates[tp] = NewPartition
+	}
+	b := newRequestBatch()
+	if err := l.initializeNewPartitions(tps, b); err != nil {
+		return err
+	}
+	l.sendBatch(b)
+	return nil
+}
+
+func (l *eventLoop) initializeNewPartitions(tps []TopicPartition, b *requestBatch) error {
+	ups, failed := l.ctx.decideNewPartitions(tps)
+	for _, f := range failed {
+		l.stateLog.WithFields(logrus.Fields{"topic": f.tp.Topic, "partition": f.tp.Partition, "reason": f.why}).
+			Error("failed to move partition from NewPartition to OnlinePartition")
+	}
+	_, err := l.applyUpdates(ups, b)
+	return err
+}
+
+// triggerOnlinePartitionStateChange moves every New and Offline partition (not being deleted)
+// to OnlinePartition.
+func (l *eventLoop) triggerOnlinePartitionStateChange() error {
+	var newParts, offline []TopicPartition
+	for _, tp := range l.ctx.partitionsInStates(NewPartition, OfflinePartition) {
+		if l.ctx.topicsToDelete[tp.Topic] {
+			continue
+		}
+		if l.ctx.partitionStates[tp] == NewPartition {
+			newParts = append(newParts, tp)
+		} else {
+			offline = append(offline, tp)
+		}
+	}
+	b := newRequestBatch()
+	if len(newParts) > 0 {
+		if err := l.initializeNewPartitions(newParts, b); err != nil {
+			return err
+		}
+	}
+	if err := l.electOffline(offline, false, b); err != nil {
+		return err
+	}
+	l.sendBatch(b)
+	return nil
+}
+
+// electOffline runs the offline election for tps, re-reading their states first and retrying
+// BADVERSION conflicts.
+func (l *eventLoop) electOffline(tps []TopicPartition, forceUnclean bool, b *requestBatch) error {
+	for attempt := 0; len(tps) > 0 && attempt < maxElectionAttempts; attempt++ {
+		if err := l.refreshPartitionStates(tps); err != nil {
+			return err
+		}
+		ups, failed := l.ctx.decideOfflineElection(tps, l.cfg.UncleanLeaderElectionEnable, forceUnclean)
+		for _, f := range failed {
+			l.stateLog.WithFields(logrus.Fields{"topic": f.tp.Topic, "partition": f.tp.Partition, "reason": f.why}).
+				Error("failed to elect leader for offline partition")
+		}
+		retry, err := l.applyUpdates(ups, b)
+		if err != nil {
+			return err
+		}
+		tps = retry
+	}
+	return nil
+}
+
+// applyUpdates performs decided writes in order. A successful write updates the context and
+// adds LeaderAndIsr (and UpdateMetadata) to b. Returns the partitions to retry after a
+// BADVERSION conflict; ErrControllerMoved ends the term.
+func (l *eventLoop) applyUpdates(ups []partitionUpdate, b *requestBatch) (retry []TopicPartition, err error) {
+	for _, up := range ups {
+		st := up.state
+		if up.create {
+			err = l.zk.CreatePartitionState(up.tp.Topic, up.tp.Partition, st, l.ctx.epochZkVersion)
+			if errors.Is(err, zkmeta.ErrNodeExists) {
+				// Another controller term created it first: adopt what is there.
+				if rerr := l.refreshPartitionStates([]TopicPartition{up.tp}); rerr != nil {
+					return nil, rerr
+				}
+				if _, ok := l.ctx.partitionLeadership[up.tp]; ok {
+					l.ctx.partitionStates[up.tp] = l.ctx.initialPartitionState(up.tp)
+					b.addLeaderAndIsr(l.ctx, up.recipients, up.tp, up.isNew)
+				}
+				continue
+			}
+			st.PartitionEpoch = 0
+		} else {
+			var v int32
+			v, err = l.zk.UpdatePartitionState(up.tp.Topic, up.tp.Partition, st, st.PartitionEpoch, l.ctx.epochZkVersion)
+			if errors.Is(err, zkmeta.ErrBadVersion) {
+				retry = append(retry, up.tp)
+				continue
+			}
+			st.PartitionEpoch = v
+		}
+		if err != nil {
+			if isFatal(err) {
+				return nil, err
+			}
+			l.stateLog.WithError(err).WithFields(logrus.Fields{"topic": up.tp.Topic, "partition": up.tp.Partition}).
+				Error("failed to write partition state")
+			continue
+		}
+		before := l.ctx.partitionStates[up.tp]
+		l.ctx.partitionLeadership[up.tp] = st
+		l.ctx.partitionStates[up.tp] = up.after
+		l.stateLog.WithFields(logrus.Fields{"topic": up.tp.Topic, "partition": up.tp.Partition, "from": before.String(),
+			"to": up.after.String(), "leader": st.Leader, "leader_epoch": st.LeaderEpoch, "isr": st.ISR,
+			"partition_epoch": st.PartitionEpoch, "reason": up.why}).Info("partition state changed")
+		b.addLeaderAndIsr(l.ctx, up.recipients, up.tp, up.isNew)
+	}
+	return retry, nil
+}
+
+func (l *eventLoop) stateChange(tp TopicPartition, from, to PartitionState, why string) {
+	l.stateLog.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "from": from.String(),
+		"to": to.String(), "reason": why}).Info("partition state changed")
+}
+
+// onControllerChange: /controller changed; resign if it is no longer this broker.
+func (l *eventLoop) onControllerChange() error {
+	id, ch, err := l.zk.WatchController()
+	if err != nil {
+		return err
+	}
+	l.watch(ch, controllerChangeEvent{})
+	if id != l.cfg.BrokerID {
+		return fmt.Errorf("%w: %w: /controller is now broker %d", errResign, errControllerChanged, id)
+	}
+	return nil
+}

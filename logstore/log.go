@@ -1,0 +1,605 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/samsa-kafka/samsa/internal/recordbatch"
+)
+
+// Log is one partition's log, mirroring Kafka's UnifiedLog + LocalLog: a list of segments
+// named by base offset, the last one active.
+//
+// Concurrency: one appender at a time (AppendAsLeader/AppendAsFollower/Truncate*/Roll/
+// DeleteOldSegments/ReplaceSegments serialize on mu). Readers (Read, OffsetForTimestamp, the
+// offset getters) never take mu: they load the published segment list and each segment's
+// published size atomically and read with positional I/O.
+type Log struct {
+	dir       string
+	tp        TopicPartition
+	fs        FS
+	clock     func() time.Time
+	log       *logrus.Entry
+	onIOError func(error)
+
+	scheduleDelete func(delay time.Duration, fn func())
+
+	cfg     atomic.Pointer[LogConfig]
+	topicID atomic.Pointer[[16]byte]
+
+	// segs is the copy-on-write segment list, oldest first, never empty while open.
+	segs atomic.Pointer[[]*Segment]
+
+	logEndOffset   atomic.Int64
+	logStartOffset atomic.Int64
+	highWatermark  atomic.Int64
+	recoveryPoint  atomic.Int64
+	closed         atomic.Bool
+
+	epochs      *LeaderEpochFileCache
+	epochsDirty bool // recovery assigned epochs not yet written
+
+	mu struct {
+		sync.Mutex
+		offline          bool
+		pendingIOErr     error // reported to onIOError once mu is released
+		unflushedRecords int64
+		lastFlush        time.Time
+	}
+}
+
+// LogOpenOptions are what LogManager knows when it opens a partition directory.
+type LogOpenOptions struct {
+	Config LogConfig
+	// TopicID, if non-zero, is written to partition.metadata (or checked against it).
+	TopicID [16]byte
+	// RecoveryPoint from recovery-point-offset-checkpoint (0 if none): segments from the one
+	// holding it onwards are re-validated after an unclean shutdown.
+	RecoveryPoint int64
+	// LogStartOffset from log-start-offset-checkpoint (-1 or 0 if none).
+	LogStartOffset int64
+	// HighWatermark from replication-offset-checkpoint (0 if none); clamped to [start, LEO].
+	HighWatermark int64
+	// CleanShutdown is true when the dir had .kafka_cleanshutdown: no segment is rescanned.
+	CleanShutdown bool
+	FS            FS
+	Clock         func() time.Time
+	Log           *logrus.Entry
+	// OnIOError is called (once per failure, outside locks) when a write, fsync or truncate
+	// fails; the manager takes the log dir offline. The failing call returns ErrKafkaStorage.
+	OnIOError func(error)
+	// ScheduleDelete runs fn after delay (file.delete.delay.ms); fn closes and removes
+	// segments already renamed *.deleted (readers may still hold their files until then).
+	// The manager owns that timer. Nil: fn runs at once.
+	ScheduleDelete func(delay time.Duration, fn func())
+}
+
+// SegmentInfo is a snapshot of one segment, for retention and the cleaner.
+type SegmentInfo struct {
+	BaseOffset int64
+	// NextOffset is the next segment's base offset, or the LEO for the active segment.
+	NextOffset int64
+	Size       int64
+	// LargestTimestamp is the max record timestamp, or the .log mtime in ms if it has none
+	// (Kafka's LogSegment.largestTimestamp).
+	LargestTimestamp int64
+	// FirstBatchTimestamp is the max timestamp of the first batch, -1 if the segment is empty
+	// (Kafka's rollingBasedTimestamp; used by max.compaction.lag.ms).
+	FirstBatchTimestamp int64
+	LastModified        time.Time
+	Active              bool
+	// LogFile is the path of the .log file; the cleaner may read it with positional I/O.
+	LogFile string
+}
+
+// ParseTopicPartitionDir splits a partition directory name on its last '-'.
+func ParseTopicPartitionDir(dir string) (TopicPartition, error) {
+	name := filepath.Base(dir)
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, fmt.Errorf("logstore: %q is not a <topic>-<partition> directory", name)
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return TopicPartition{}, fmt.Errorf("logstore: %q is not a <topic>-<partition> directory", name)
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, nil
+}
+
+// Config returns the current config.
+func (l *Log) Config() LogConfig { return *l.cfg.Load() }
+
+// SetConfig swaps the config (dynamic topic config change); it applies from the next append or roll.
+func (l *Log) SetConfig(c LogConfig) { l.cfg.Store(&c) }
+
+// TopicPartition is the partition this log holds.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// TopicID is the id from partition.metadata (zero if unknown).
+func (l *Log) TopicID() [16]byte {
+	if p := l.topicID.Load(); p != nil {
+		return *p
+	}
+	return [16]byte{}
+}
+
+// LogStartOffset is the first offset a consumer may read.
+func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.logEndOffset.Load() }
+
+// HighWatermark is the last published high watermark.
+func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
+
+// RecoveryPoint is the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
+
+// UpdateHighWatermark publishes off clamped to [LogStartOffset, LogEndOffset] and returns
+// the value stored. The partition calls it under its own lock; truncation re-clamps.
+func (l *Log) UpdateHighWatermark(off int64) int64 {
+	if e := l.logEndOffset.Load(); off > e {
+		off = e
+	}
+	if s := l.logStartOffset.Load(); off < s {
+		off = s
+	}
+	l.highWatermark.Store(off)
+	return off
+}
+
+func (l *Log) segments() []*Segment {
+	if p := l.segs.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (l *Log) activeSegment() *Segment {
+	s := l.segments()
+	return s[len(s)-1]
+}
+
+// deleteSegmentsLocked renames segs to *.deleted and schedules their close and removal after
+// file.delete.delay.ms (LocalLog.deleteSegmentFiles), so readers holding their files finish.
+func (l *Log) deleteSegmentsLocked(segs []*Segment) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	var firstErr error
+	for _, s := range segs {
+		if err := s.changeSuffix(DeletedFileSuffix); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	del := func() {
+		for _, s := range segs {
+			if err := s.deleteFiles(); err != nil {
+				l.log.WithError(err).WithField("segment", s.baseOffset).Warn("cannot delete segment files")
+			}
+		}
+	}
+	delay := time.Duration(l.cfg.Load().FileDeleteDelayMs) * time.Millisecond
+	if l.scheduleDelete != nil {
+		l.scheduleDelete(delay, del)
+	} else {
+		del()
+	}
+	if firstErr != nil {
+		l.ioFailed(firstErr)
+	}
+	return firstErr
+}
+
+// TruncateTo removes every record at or above offset (follower truncation). Segments
+// starting above offset are deleted; the one holding it is cut at the batch boundary.
+func (l *Log) TruncateTo(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("logstore: cannot truncate %s to negative offset %d", l.tp, offset)
+	}
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if offset >= l.logEndOffset.Load() {
+		return nil
+	}
+	if offset < l.logStartOffset.Load() {
+		return l.truncateFullyLocked(offset)
+	}
+	segs := l.segments()
+	keep := segs[:0:0]
+	var drop []*Segment
+	for _, s := range segs {
+		if s.baseOffset > offset {
+			drop = append(drop, s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) == 0 {
+		return l.truncateFullyLocked(offset)
+	}
+	active := keep[len(keep)-1]
+	// Publish the shorter list and end first so readers stop at the new end.
+	l.logEndOffset.Store(offset)
+	l.segs.Store(&keep)
+	if _, err := active.truncateTo(offset, l.cfg.Load().SegmentIndexBytes); err != nil {
+		err = fmt.Errorf("%w: truncate %s: %v", ErrKafkaStorage, l.tp, err)
+		l.ioFailed(err)
+		return err
+	}
+	active.rollJitterMs = l.rollJitter()
+	if err := l.deleteSegmentsLocked(drop); err != nil {
+		return err
+	}
+	// Truncating to inside a batch drops the whole batch: the LEO is the end of what is left.
+	leo, err := active.readNextOffset()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
+	}
+	if leo > offset {
+		leo = offset
+	}
+	l.logEndOffset.Store(max(leo, active.baseOffset))
+	if err := l.epochs.TruncateFromEnd(l.logEndOffset.Load()); err != nil {
+		l.ioFailed(err)
+		return err
+	}
+	if hw := l.highWatermark.Load(); hw > l.logEndOffset.Load() {
+		l.highWatermark.Store(l.logEndOffset.Load())
+	}
+	if rp := l.recoveryPoint.Load(); rp > l.logEndOffset.Load() {
+		l.recoveryPoint.Store(l.logEndOffset.Load())
+	}
+	l.log.WithField("offset", offset).Info("truncated log")
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes every segment and starts empty at offset.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.truncateFullyLocked(offset)
+}
+
+func (l *Log) truncateFullyLocked(offset int64) error {
+	old := l.segments()
+	o := l.segOpts(offset, "", true)
+	o.create = true
+	// The new segment may share the base of an old one: move the old ones out first.
+	if err := l.deleteSegmentsLocked(old); err != nil {
+		return err
+	}
+	seg, err := openSegment(o)
+	if err != nil {
+		err = fmt.Errorf("%w: %v", ErrKafkaStorage, err)
+		l.ioFailed(err)
+		return err
+	}
+	seg.rollJitterMs = l.rollJitter()
+	ns := []*Segment{seg}
+	l.logEndOffset.Store(offset)
+	l.segs.Store(&ns)
+	l.logStartOffset.Store(offset)
+	l.highWatermark.Store(offset)
+	l.recoveryPoint.Store(offset)
+	if err := l.epochs.Clear(); err != nil {
+		l.ioFailed(err)
+		return err
+	}
+	l.log.WithField("offset", offset).Info("truncated log fully")
+	return nil
+}
+
+// MaybeIncrementLogStartOffset raises the log start offset (DeleteRecords, retention). It
+// may not pass the high watermark.
+func (l *Log) MaybeIncrementLogStartOffset(offset int64) error {
+	l.mu.Lock()
+	defer l.unlock()
+	if offset > l.highWatermark.Load() {
+		return fmt.Errorf("%w: cannot increment the log start offset of %s to %d beyond the high watermark %d",
+			ErrOffsetOutOfRange, l.tp, offset, l.highWatermark.Load())
+	}
+	return l.incrementStartLocked(offset)
+}
+
+func (l *Log) incrementStartLocked(offset int64) error {
+	if offset <= l.logStartOffset.Load() {
+		return nil
+	}
+	l.logStartOffset.Store(offset)
+	if err := l.epochs.TruncateFromStart(offset); err != nil {
+		l.ioFailed(err)
+		return err
+	}
+	return nil
+}
+
+// DeleteOldSegments is UnifiedLog.deleteOldSegments(predicate): oldest first, while pred
+// holds, the segment is below the high watermark and it is not the empty last one. If every
+// segment goes, a new empty one is rolled first. The log start moves to the first remaining
+// segment. It returns how many segments were deleted.
+func (l *Log) DeleteOldSegments(pred func(seg SegmentInfo, next *SegmentInfo) bool, reason string) (int, error) {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	infos := l.Segments()
+	hw := l.highWatermark.Load()
+	n := 0
+	for i := range infos {
+		var next *SegmentInfo
+		if i+1 < len(infos) {
+			next = &infos[i+1]
+		}
+		upper := infos[i].NextOffset
+		lastAndEmpty := next == nil && infos[i].Size == 0
+		if hw >= upper && !lastAndEmpty && pred(infos[i], next) {
+			n++
+			continue
+		}
+		break
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	segs := l.segments()
+	if n == len(segs) {
+		if _, err := l.rollLocked(l.logEndOffset.Load(), l.clock()); err != nil {
+			return 0, err
+		}
+		segs = l.segments()
+	}
+	drop := segs[:n]
+	keep := append([]*Segment(nil), segs[n:]...)
+	l.segs.Store(&keep)
+	if err := l.incrementStartLocked(keep[0].baseOffset); err != nil {
+		return 0, err
+	}
+	l.log.WithFields(logrus.Fields{"segments": n, "reason": reason, "log_start_offset": l.logStartOffset.Load()}).
+		Info("deleting old segments")
+	return n, l.deleteSegmentsLocked(drop)
+}
+
+// Flush fsyncs every segment holding offsets at or above the recovery point and moves the
+// recovery point to the LEO.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.unlock()
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	leo := l.logEndOffset.Load()
+	rp := l.recoveryPoint.Load()
+	if rp >= leo && l.mu.unflushedRecords == 0 {
+		return nil
+	}
+	segs := l.segments()
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].baseOffset <= rp {
+			continue
+		}
+		if err := s.flush(); err != nil {
+			l.ioFailed(err)
+			return err
+		}
+	}
+	l.recoveryPoint.Store(leo)
+	l.mu.unflushedRecords = 0
+	l.mu.lastFlush = l.clock()
+	return nil
+}
+
+// FlushIfNeeded applies flush.ms (flush.messages is applied on append): the manager's flush
+// ticker calls it.
+func (l *Log) FlushIfNeeded() error {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() || l.mu.offline {
+		return nil
+	}
+	cfg := l.cfg.Load()
+	if l.mu.unflushedRecords == 0 || cfg.FlushMs == longMax {
+		return nil
+	}
+	if l.clock().Sub(l.mu.lastFlush) >= time.Duration(cfg.FlushMs)*time.Millisecond {
+		return l.flushLocked()
+	}
+	return nil
+}
+
+// Close flushes nothing (the manager flushes first at clean shutdown), trims the active
+// segment's indexes and closes every file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, s := range l.segments() {
+		if err := s.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CloseAndDelete closes the log and removes its directory (after DeleteLog's rename).
+func (l *Log) CloseAndDelete() error {
+	if err := l.Close(); err != nil {
+		return err
+	}
+	return l.fs.RemoveAll(l.dir)
+}
+
+// RenameDir moves the log directory (e.g. to <topic>-<p>.<uuid>-delete); files stay open.
+func (l *Log) RenameDir(newDir string) error {
+	l.mu.Lock()
+	defer l.unlock()
+	if err := l.fs.Rename(l.dir, newDir); err != nil {
+		return fmt.Errorf("%w: rename %s: %v", ErrKafkaStorage, l.dir, err)
+	}
+	l.dir = newDir
+	for _, s := range l.segments() {
+		s.dir = newDir
+		s.offsetIdx.path = s.indexPath()
+		s.timeIdx.path = s.timePath()
+	}
+	l.epochs.path = filepath.Join(newDir, LeaderEpochCheckpointFile)
+	return nil
+}
+
+// IsOffline reports whether an I/O error took this log offline.
+func (l *Log) IsOffline() bool {
+	l.mu.Lock()
+	defer l.unlock()
+	return l.mu.offline
+}
+
+// ReplaceWithCleaned is the cleaner's swap (LocalLog.replaceSegments): it writes the batches
+// emit hands to write into a new segment <base>.log.cleaned (offsets as they are, increasing),
+// fsyncs it, then under the append lock renames it to .swap, puts it in place of the
+// segments oldBases (contiguous, not the active one, base == oldBases[0]), renames those to
+// .deleted (removed after file.delete.delay.ms) and drops the .swap suffix. A crash at any
+// point is completed or undone by OpenLog.
+func (l *Log) ReplaceWithCleaned(base int64, oldBases []int64, emit func(write func(batch []byte) error) error) error {
+	if len(oldBases) == 0 || oldBases[0] != base {
+		return fmt.Errorf("logstore: replace %s: cleaned base %d must equal the first old base", l.tp, base)
+	}
+	for _, p := range []string{LogFileName(l.dir, base), IndexFileName(l.dir, base), TimeIndexFileName(l.dir, base)} {
+		_ = l.fs.Remove(p + CleanedFileSuffix)
+	}
+	o := l.segOpts(base, CleanedFileSuffix, true)
+	o.create = true
+	seg, err := openSegment(o)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
+	}
+	lastOffset := base - 1
+	write := func(raw []byte) error {
+		b, rest, err := recordbatch.Next(raw)
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("logstore: cleaned batch is not one whole batch: %v", err)
+		}
+		if b.BaseOffset() <= lastOffset || !seg.canConvertToRelativeOffset(b.LastOffset()) {
+			return fmt.Errorf("logstore: cleaned batch offsets [%d, %d] out of order or range", b.BaseOffset(), b.LastOffset())
+		}
+		if seg.offsetIdx.isFull() || seg.timeIdx.isFull() {
+			return fmt.Errorf("logstore: cleaned segment %d index full", base)
+		}
+		pos := seg.size.Load()
+		if err := seg.append(b.LastOffset(), b.MaxTimestamp(), b.LastOffset(), b, pos); err != nil {
+			return err
+		}
+		seg.afterAppend(b.LastOffset(), b.MaxTimestamp(), b.LastOffset(), int64(len(b)), pos, l.clock())
+		lastOffset = b.LastOffset()
+		return nil
+	}
+	fail := func(err error) error {
+		_ = seg.deleteFiles()
+		return err
+	}
+	if err := emit(write); err != nil {
+		return fail(err)
+	}
+	if err := seg.onBecomeInactive(); err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrKafkaStorage, err))
+	}
+	if err := seg.flush(); err != nil {
+		return fail(err)
+	}
+
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() {
+		return fail(ErrClosed)
+	}
+	segs := l.segments()
+	first := -1
+	for i, s := range segs {
+		if s.baseOffset == oldBases[0] {
+			first = i
+			break
+		}
+	}
+	if first < 0 || first+len(oldBases) > len(segs)-1 {
+		return fail(fmt.Errorf("logstore: replace %s: segments %v changed or include the active one", l.tp, oldBases))
+	}
+	for j, b := range oldBases {
+		if segs[first+j].baseOffset != b {
+			return fail(fmt.Errorf("logstore: replace %s: segments %v are not contiguous", l.tp, oldBases))
+		}
+	}
+	old := append([]*Segment(nil), segs[first:first+len(oldBases)]...)
+	if err := seg.changeSuffix(SwapFileSuffix); err != nil {
+		l.ioFailed(err)
+		return fail(err)
+	}
+	ns := make([]*Segment, 0, len(segs)-len(old)+1)
+	ns = append(ns, segs[:first]...)
+	ns = append(ns, seg)
+	ns = append(ns, segs[first+len(old):]...)
+	l.segs.Store(&ns)
+	if err := l.deleteSegmentsLocked(old); err != nil {
+		return err
+	}
+	if err := seg.changeSuffix(""); err != nil {
+		l.ioFailed(err)
+		return err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		err = fmt.Errorf("%w: sync dir %s: %v", ErrKafkaStorage, l.dir, err)
+		l.ioFailed(err)
+		return err
+	}
+	_ = seg.loadTimestamps()
+	return nil
+}
+
+// unlock releases mu and then reports an I/O error recorded under it, so the manager's
+// callback never runs under the log lock.
+func (l *Log) unlock() {
+	err := l.mu.pendingIOErr
+	l.mu.pendingIOErr = nil
+	l.mu.Unlock()
+	if err != nil && l.onIOError != nil {
+		l.onIOError(err)
+	}
+}
+
+// MaybeAssignEpochStartOffset records that epoch starts at startOffset (normally the LEO when
+// this broker becomes leader), as UnifiedLog.maybeAssignEpochStartOffset.
+func (l *Log) MaybeAssignEpochStartOffset(epoch int32, startOffset int64) error {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if _, err := l.epochs.Assign(epoch, startOffset); err != nil {
+		l.ioFailed(err)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,975 @@
+package logstore
+
+// Manager mirrors Kafka's LogManager (core/src/main/scala/kafka/log/LogManager.scala): it
+// owns the log dirs (lock, meta.properties, clean-shutdown marker, root checkpoints), opens
+// every partition at start, creates and deletes logs, and runs the background tasks
+// (retention, flush, checkpoints, delayed file deletion, cleaner). An I/O error takes the
+// whole log dir offline, as Kafka's LogDirFailureChannel does.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// ManagerConfig is what KafkaServer passes to LogManager.
+type ManagerConfig struct {
+	Dirs      []string // log.dirs
+	BrokerID  int32
+	ClusterID string // empty: not checked (not known yet)
+	// BrokerProps are the broker's log.* keys (topic defaults); see NewLogConfig.
+	BrokerProps map[string]string
+	// TopicConfig returns a topic's overrides (from /config/topics) for logs found at
+	// start; nil means broker defaults only. Kafka reads them from ZooKeeper before loading.
+	TopicConfig func(topic string) map[string]string
+
+	RecoveryThreadsPerDir           int           // num.recovery.threads.per.data.dir (1)
+	FlushCheckpointInterval         time.Duration // log.flush.offset.checkpoint.interval.ms (60 s)
+	StartOffsetCheckpointInterval   time.Duration // log.flush.start.offset.checkpoint.interval.ms (60 s)
+	HighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms (5 s)
+	RetentionCheckInterval          time.Duration // log.retention.check.interval.ms (5 min)
+	FlushSchedulerInterval          time.Duration // log.flush.scheduler.interval.ms (0 or huge = never)
+	// CleanerEnable is log.cleaner.enable (true in Kafka); CleanerBackoff is log.cleaner.backoff.ms (15 s).
+	CleanerEnable  bool
+	CleanerBackoff time.Duration
+	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size (128 MiB): bounds the key map.
+	CleanerDedupeBufferSize int64
+
+	FS    FS
+	Clock func() time.Time
+	Log   *logrus.Entry
+
+	// OnDirOffline is called (from a goroutine the Manager owns) after a log dir went
+	// offline. OnAllDirsOffline is then called if no dir is left: Kafka halts the broker
+	// ("Shutdown broker because all log dirs ... have failed"); the broker should exit.
+	OnDirOffline     func(dir string)
+	OnAllDirsOffline func()
+}
+
+func (c *ManagerConfig) setDefaults() {
+	if c.FS == nil {
+		c.FS = OSFS{}
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Log == nil {
+		l := logrus.New()
+		l.SetOutput(ioDiscard{})
+		c.Log = logrus.NewEntry(l)
+	}
+	if c.RecoveryThreadsPerDir <= 0 {
+		c.RecoveryThreadsPerDir = 1
+	}
+	if c.FlushCheckpointInterval <= 0 {
+		c.FlushCheckpointInterval = 60 * time.Second
+	}
+	if c.StartOffsetCheckpointInterval <= 0 {
+		c.StartOffsetCheckpointInterval = 60 * time.Second
+	}
+	if c.HighWatermarkCheckpointInterval <= 0 {
+		c.HighWatermarkCheckpointInterval = 5 * time.Second
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 5 * time.Minute
+	}
+	if c.CleanerBackoff <= 0 {
+		c.CleanerBackoff = 15 * time.Second
+	}
+	if c.CleanerDedupeBufferSize <= 0 {
+		c.CleanerDedupeBufferSize = 128 << 20
+	}
+}
+
+type ioDiscard struct{}
+
+func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Manager is the LogManager. All methods are safe for concurrent use. Lock order:
+// createMu before mu; mu is never held across disk I/O or a Log's own lock... except the
+// brief per-log offline flag set in markDirOffline, which takes no other lock.
+type Manager struct {
+	cfg   ManagerConfig
+	fs    FS
+	clock func() time.Time
+	log   *logrus.Entry
+	dirs  []string // absolute, in config order
+
+	// createMu serializes log creation and deletion (Kafka's logCreationOrDeletionLock).
+	createMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		logs     map[TopicPartition]*Log
+		logDir   map[TopicPartition]string // tp -> log dir root
+		offline  map[string]error          // dir -> the error that took it offline
+		locks    map[string]*dirLock
+		deletes  []pendingDelete
+		cfgCache map[string]LogConfig // topic -> config used at load
+		shutdown bool
+	}
+	cleaner *Cleaner
+
+	bgCancel context.CancelFunc
+	wg       sync.WaitGroup // background tasks and callback goroutines
+}
+
+type pendingDelete struct {
+	due  time.Time
+	what string
+	fn   func() error
+}
+
+// OpenManager locks every log dir, checks or writes meta.properties, reads the root
+// checkpoints and opens every partition in parallel (RecoveryThreadsPerDir per dir).
+// A dir held by another process fails with ErrLogDirLocked; a meta.properties mismatch
+// fails with ErrMetaMismatch. A dir that fails with an I/O error while loading is taken
+// offline; if none is left OpenManager fails with ErrKafkaStorage.
+func OpenManager(cfg ManagerConfig) (*Manager, error) {
+	cfg.setDefaults()
+	if len(cfg.Dirs) == 0 {
+		return nil, fmt.Errorf("logstore: no log dirs configured: %w", ErrInvalidConfig)
+	}
+	if cfg.BrokerID < 0 {
+		return nil, fmt.Errorf("logstore: broker id %d not resolved before opening log dirs: %w", cfg.BrokerID, ErrInvalidConfig)
+	}
+	m := &Manager{cfg: cfg, fs: cfg.FS, clock: cfg.Clock, log: cfg.Log.WithField("component", "log.manager")}
+	m.mu.logs = make(map[TopicPartition]*Log)
+	m.mu.logDir = make(map[TopicPartition]string)
+	m.mu.offline = make(map[string]error)
+	m.mu.locks = make(map[string]*dirLock)
+	m.mu.cfgCache = make(map[string]LogConfig)
+
+	seen := make(map[string]bool)
+	for _, d := range cfg.Dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("log dir %s: %w", d, err)
+		}
+		if seen[abs] {
+			return nil, fmt.Errorf("duplicate log dir %s: %w", abs, ErrInvalidConfig)
+		}
+		seen[abs] = true
+		m.dirs = append(m.dirs, abs)
+	}
+
+	// createAndValidateLogDirs + lockLogDirs: an unusable dir goes offline, a dir locked
+	// by someone else is fatal.
+	for _, d := range m.dirs {
+		if err := m.fs.MkdirAll(d, 0o755); err != nil {
+			m.mu.offline[d] = err
+			m.log.WithError(err).WithField("dir", d).Error("failed to create or validate data directory")
+			continue
+		}
+		l, err := lockDir(m.fs, d)
+		if err != nil {
+			m.unlockAll()
+			if errors.Is(err, ErrLogDirLocked) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("lock log dir %s: %w", d, err)
+		}
+		m.mu.locks[d] = l
+	}
+	if err := checkMetaProperties(m.fs, m.onlineDirsLocked(), cfg.BrokerID, cfg.ClusterID, m.clock()); err != nil {
+		m.unlockAll()
+		return nil, err
+	}
+
+	start := time.Now()
+	if err := m.loadLogs(); err != nil {
+		m.closeAllQuietly()
+		m.unlockAll()
+		return nil, err
+	}
+	if len(m.OnlineDirs()) == 0 {
+		m.closeAllQuietly()
+		m.unlockAll()
+		return nil, fmt.Errorf("logstore: all log dirs %v are offline: %w", m.dirs, ErrKafkaStorage)
+	}
+	m.cleaner = newCleaner(m)
+	m.log.WithFields(logrus.Fields{"logs": len(m.AllLogs()), "elapsed_ms": time.Since(start).Milliseconds()}).Info("logs loaded")
+	return m, nil
+}
+
+// loadLogs is LogManager.loadLogs: per dir, take the clean-shutdown marker, read the
+// checkpoints and open every partition dir with a bounded pool.
+func (m *Manager) loadLogs() error {
+	var (
+		wg      sync.WaitGroup
+		errMu   sync.Mutex
+		fatal   error
+		loadMu  sync.Mutex
+		byTP    = make(map[TopicPartition]string)
+		results = make(map[string][]*Log)
+	)
+	for _, dir := range m.OnlineDirs() {
+		clean, err := takeCleanShutdownMarker(m.fs, dir)
+		if err != nil {
+			m.markDirOffline(dir, err)
+			continue
+		}
+		recovery, err1 := ReadOffsetCheckpoint(m.fs, filepath.Join(dir, RecoveryPointCheckpointFile))
+		starts, err2 := ReadOffsetCheckpoint(m.fs, filepath.Join(dir, LogStartOffsetCheckpointFile))
+		hws, err3 := ReadOffsetCheckpoint(m.fs, filepath.Join(dir, HighWatermarkCheckpointFile))
+		if err := errors.Join(err1, err2, err3); err != nil {
+			// Kafka: a corrupt checkpoint is logged and treated as empty (full recovery).
+			m.log.WithError(err).WithField("dir", dir).Warn("error reading checkpoints, recovering all logs in dir")
+			clean = false
+			recovery, starts, hws = map[TopicPartition]int64{}, map[TopicPartition]int64{}, map[TopicPartition]int64{}
+		}
+		entries, err := m.fs.ReadDir(dir)
+		if err != nil {
+			m.markDirOffline(dir, fmt.Errorf("list %s: %w", dir, err))
+			continue
+		}
+		work := make(chan string, len(entries))
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			name := e.Name()
+			path := filepath.Join(dir, name)
+			switch {
+			case strings.HasSuffix(name, "-delete"):
+				m.scheduleDelete(path, m.defaultDeleteDelay(), func() error { return m.fs.RemoveAll(path) })
+				continue
+			case strings.HasSuffix(name, "-future"), strings.HasSuffix(name, "-stray"):
+				m.log.WithField("dir", path).Warn("ignoring replica directory not supported by samsa")
+				continue
+			}
+			if _, err := ParseTopicPartitionDir(name); err != nil {
+				m.log.WithField("dir", path).Warn("ignoring directory that is not a partition")
+				continue
+			}
+			work <- path
+		}
+		close(work)
+		logger := m.log.WithField("dir", dir)
+		logger.WithFields(logrus.Fields{"clean_shutdown": clean, "partitions": len(work)}).Info("loading logs")
+		for i := 0; i < m.cfg.RecoveryThreadsPerDir; i++ {
+			wg.Add(1)
+			go func(dir string) {
+				defer wg.Done()
+				for path := range work {
+					if m.isOffline(dir) {
+						continue
+					}
+					tp, _ := ParseTopicPartitionDir(filepath.Base(path))
+					opts := m.openOptions(dir, tp, m.configFor(tp.Topic))
+					opts.RecoveryPoint = recovery[tp]
+					opts.HighWatermark = hws[tp]
+					if s, ok := starts[tp]; ok {
+						opts.LogStartOffset = s
+					} else {
+						opts.LogStartOffset = -1
+					}
+					opts.CleanShutdown = clean
+					l, err := OpenLog(path, opts)
+					if err != nil {
+						if errors.Is(err, ErrKafkaStorage) || isIOError(err) {
+							m.markDirOffline(dir, fmt.Errorf("load log %s: %w", path, err))
+							continue
+						}
+						errMu.Lock()
+						if fatal == nil {
+							fatal = fmt.Errorf("load log %s: %w", path, err)
+						}
+						errMu.Unlock()
+						continue
+					}
+					loadMu.Lock()
+					if other, dup := byTP[tp]; dup {
+						errMu.Lock()
+						if fatal == nil {
+							fatal = fmt.Errorf("logstore: duplicate log directories for %s are found in %s and %s", tp, other, dir)
+						}
+						errMu.Unlock()
+						loadMu.Unlock()
+						l.Close()
+						continue
+					}
+					byTP[tp] = dir
+					results[dir] = append(results[dir], l)
+					loadMu.Unlock()
+				}
+			}(dir)
+		}
+	}
+	wg.Wait()
+	m.mu.Lock()
+	for dir, logs := range results {
+		if _, off := m.mu.offline[dir]; off {
+			for _, l := range logs {
+				l.markOffline()
+			}
+		}
+		for _, l := range logs {
+			m.mu.logs[l.TopicPartition()] = l
+			m.mu.logDir[l.TopicPartition()] = dir
+		}
+	}
+	m.mu.Unlock()
+	return fatal
+}
+
+// isIOError reports whether err came from the filesystem rather than from log content.
+func isIOError(err error) bool {
+	var pe *os.PathError
+	var le *os.LinkError
+	var se *os.SyscallError
+	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se)
+}
+
+func (m *Manager) configFor(topic string) LogConfig {
+	m.mu.Lock()
+	c, ok := m.mu.cfgCache[topic]
+	m.mu.Unlock()
+	if ok {
+		return c
+	}
+	var overrides map[string]string
+	if m.cfg.TopicConfig != nil {
+		overrides = m.cfg.TopicConfig(topic)
+	}
+	c, err := NewLogConfig(m.cfg.BrokerProps, overrides)
+	if err != nil {
+		m.log.WithError(err).WithField("topic", topic).Warn("invalid topic config, using broker defaults")
+		c, err = NewLogConfig(m.cfg.BrokerProps, nil)
+		if err != nil {
+			c = DefaultLogConfig()
+		}
+	}
+	m.mu.Lock()
+	m.mu.cfgCache[topic] = c
+	m.mu.Unlock()
+	return c
+}
+
+func (m *Manager) defaultDeleteDelay() time.Duration {
+	c, err := NewLogConfig(m.cfg.BrokerProps, nil)
+	if err != nil {
+		c = DefaultLogConfig()
+	}
+	return time.Duration(c.FileDeleteDelayMs) * time.Millisecond
+}
+
+// openOptions fills the options every OpenLog call shares.
+func (m *Manager) openOptions(dir string, tp TopicPartition, cfg LogConfig) LogOpenOptions {
+	return LogOpenOptions{
+		Config: cfg,
+		FS:     m.fs,
+		Clock:  m.clock,
+		Log:    m.cfg.Log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}),
+		OnIOError: func(err error) {
+			// The failing log calls this holding its own lock and is already offline:
+			// mark the others only.
+			m.markDirOfflineExcept(dir, err, &tp)
+		},
+		ScheduleDelete: func(delay time.Duration, fn func()) {
+			m.scheduleDelete(tp.String()+" segments", delay, func() error { fn(); return nil })
+		},
+	}
+}
+
+// Start runs the background tasks until ctx is done or Shutdown is called.
+func (m *Manager) Start(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	m.mu.Lock()
+	if m.mu.shutdown || m.bgCancel != nil {
+		m.mu.Unlock()
+		cancel()
+		return
+	}
+	m.bgCancel = cancel
+	m.mu.Unlock()
+
+	m.every(ctx, "kafka-log-retention", m.cfg.RetentionCheckInterval, func() { m.cleanupLogs() })
+	if iv := m.cfg.FlushSchedulerInterval; iv > 0 && iv < time.Duration(math.MaxInt64/2) {
+		m.every(ctx, "kafka-log-flusher", iv, func() { m.flushDirtyLogs() })
+	}
+	m.every(ctx, "kafka-recovery-point-checkpoint", m.cfg.FlushCheckpointInterval, func() { m.checkpointRecoveryPoints() })
+	m.every(ctx, "kafka-log-start-offset-checkpoint", m.cfg.StartOffsetCheckpointInterval, func() { m.checkpointLogStartOffsets() })
+	m.every(ctx, "highwatermark-checkpoint", m.cfg.HighWatermarkCheckpointInterval, func() { m.checkpointHighWatermarks() })
+	m.every(ctx, "kafka-delete-logs", time.Second, func() { m.processDueDeletes() })
+	if m.cfg.CleanerEnable {
+		m.every(ctx, "kafka-log-cleaner", m.cfg.CleanerBackoff, func() { m.cleaner.cleanOnce() })
+	}
+}
+
+// every runs fn each interval in a goroutine owned by m until ctx is done.
+func (m *Manager) every(ctx context.Context, name string, interval time.Duration, fn func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
+}
+
+// GetOrCreateLog returns tp's log, creating it in the online dir with the fewest
+// partitions (Kafka's nextLogDirs) if it does not exist. A log that exists keeps its
+// config. A topic id that differs from the stored one is an error (InconsistentTopicId).
+func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log, error) {
+	if l, dir, ok := m.lookup(tp); ok {
+		return m.checkExisting(l, dir, tp, topicID)
+	}
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
+	if l, dir, ok := m.lookup(tp); ok {
+		return m.checkExisting(l, dir, tp, topicID)
+	}
+	m.mu.Lock()
+	if m.mu.shutdown {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("create log %s: %w", tp, ErrClosed)
+	}
+	dir := m.nextLogDirLocked()
+	m.mu.Unlock()
+	if dir == "" {
+		return nil, fmt.Errorf("create log %s: no log dir is online: %w", tp, ErrKafkaStorage)
+	}
+	path := filepath.Join(dir, tp.String())
+	if err := m.fs.MkdirAll(path, 0o755); err != nil {
+		m.markDirOffline(dir, fmt.Errorf("create %s: %w", path, err))
+		return nil, fmt.Errorf("create log %s in %s: %w", tp, dir, ErrKafkaStorage)
+	}
+	opts := m.openOptions(dir, tp, cfg)
+	opts.TopicID = topicID
+	opts.CleanShutdown = true // a new, empty dir: nothing to recover
+	opts.LogStartOffset = -1
+	l, err := OpenLog(path, opts)
+	if err != nil {
+		if errors.Is(err, ErrKafkaStorage) || isIOError(err) {
+			m.markDirOffline(dir, fmt.Errorf("create log %s: %w", path, err))
+			return nil, fmt.Errorf("create log %s in %s: %w", tp, dir, ErrKafkaStorage)
+		}
+		return nil, fmt.Errorf("create log %s in %s: %w", tp, dir, err)
+	}
+	m.mu.Lock()
+	m.mu.logs[tp] = l
+	m.mu.logDir[tp] = dir
+	m.mu.Unlock()
+	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "dir": dir}).Info("created log")
+	return l, nil
+}
+
+func (m *Manager) checkExisting(l *Log, dir string, tp TopicPartition, topicID [16]byte) (*Log, error) {
+	if m.isOffline(dir) {
+		return nil, fmt.Errorf("log %s is in offline dir %s: %w", tp, dir, ErrKafkaStorage)
+	}
+	if have := l.TopicID(); topicID != ([16]byte{}) && have != ([16]byte{}) && have != topicID {
+		return nil, fmt.Errorf("log %s: topic id %s does not match the stored topic id %s: %w",
+			tp, TopicIDString(topicID), TopicIDString(have), ErrInvalidConfig)
+	}
+	return l, nil
+}
+
+func (m *Manager) lookup(tp TopicPartition) (*Log, string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.mu.logs[tp]
+	return l, m.mu.logDir[tp], ok
+}
+
+// nextLogDirLocked picks the online dir with the fewest partitions, ties in config order.
+func (m *Manager) nextLogDirLocked() string {
+	counts := make(map[string]int)
+	for _, d := range m.mu.logDir {
+		counts[d]++
+	}
+	best, bestN := "", -1
+	for _, d := range m.dirs {
+		if _, off := m.mu.offline[d]; off {
+			continue
+		}
+		if bestN < 0 || counts[d] < bestN {
+			best, bestN = d, counts[d]
+		}
+	}
+	return best
+}
+
+// GetLog returns tp's log. A log in an offline dir is still returned; its operations
+// fail with ErrKafkaStorage (use LogDirOffline to ask first).
+func (m *Manager) GetLog(tp TopicPartition) (*Log, bool) {
+	l, _, ok := m.lookup(tp)
+	return l, ok
+}
+
+// LogDirOffline reports whether tp's log lives in an offline dir (KAFKA_STORAGE_ERROR).
+func (m *Manager) LogDirOffline(tp TopicPartition) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.mu.logDir[tp]
+	if !ok {
+		return false
+	}
+	_, off := m.mu.offline[d]
+	return off
+}
+
+// AllLogs returns every log, sorted by topic and partition.
+func (m *Manager) AllLogs() []*Log {
+	m.mu.Lock()
+	out := make([]*Log, 0, len(m.mu.logs))
+	for _, l := range m.mu.logs {
+		out = append(out, l)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].TopicPartition(), out[j].TopicPartition()
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
+}
+
+// onlineLogsByDir groups the logs of online dirs by dir.
+func (m *Manager) onlineLogsByDir() map[string][]*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string][]*Log)
+	for _, d := range m.dirs {
+		if _, off := m.mu.offline[d]; !off {
+			out[d] = nil
+		}
+	}
+	for tp, l := range m.mu.logs {
+		d := m.mu.logDir[tp]
+		if _, ok := out[d]; ok {
+			out[d] = append(out[d], l)
+		}
+	}
+	return out
+}
+
+// DeleteLog is LogManager.asyncDelete: the partition dir is renamed to
+// <topic>-<p>.<32 hex>-delete, the dir's checkpoints are rewritten without it, and the
+// files are removed after file.delete.delay.ms. Open file handles stay valid until then,
+// so in-flight reads finish.
+func (m *Manager) DeleteLog(tp TopicPartition) error {
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
+	m.mu.Lock()
+	l, ok := m.mu.logs[tp]
+	dir := m.mu.logDir[tp]
+	if ok {
+		delete(m.mu.logs, tp)
+		delete(m.mu.logDir, tp)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if m.cleaner != nil {
+		m.cleaner.abort(tp)
+	}
+	l.markOffline() // no more appends; readers holding regions keep their fds
+	target := filepath.Join(dir, logDeleteDirName(tp))
+	if m.isOffline(dir) {
+		return fmt.Errorf("delete log %s in offline dir %s: %w", tp, dir, ErrKafkaStorage)
+	}
+	if err := l.RenameDir(target); err != nil {
+		m.markDirOffline(dir, fmt.Errorf("rename %s for delete: %w", l.Dir(), err))
+		return fmt.Errorf("delete log %s: %w", tp, ErrKafkaStorage)
+	}
+	if err := m.fs.SyncDir(dir); err != nil {
+		m.markDirOffline(dir, fmt.Errorf("fsync %s: %w", dir, err))
+		return fmt.Errorf("delete log %s: %w", tp, ErrKafkaStorage)
+	}
+	m.checkpointDir(dir)
+	delay := time.Duration(l.Config().FileDeleteDelayMs) * time.Millisecond
+	m.scheduleDelete(target, delay, func() error {
+		l.Close() // errors ignored: the files are going away
+		return m.fs.RemoveAll(target)
+	})
+	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "dir": target}).Info("log renamed for deletion")
+	return nil
+}
+
+// logDeleteDirName is UnifiedLog.logDeleteDirName: the topic is cut so the name fits 255.
+func logDeleteDirName(tp TopicPartition) string {
+	var id [16]byte
+	rand.Read(id[:])
+	suffix := fmt.Sprintf("-%d.%s-delete", tp.Partition, hex.EncodeToString(id[:]))
+	n := len(tp.Topic)
+	if n > 255-len(suffix) {
+		n = 255 - len(suffix)
+	}
+	return tp.Topic[:n] + suffix
+}
+
+// scheduleDelete runs fn after delay (file.delete.delay.ms); Kafka's scheduler tasks
+// "delete-file" and "kafka-delete-logs".
+func (m *Manager) scheduleDelete(what string, delay time.Duration, fn func() error) {
+	m.mu.Lock()
+	m.mu.deletes = append(m.mu.deletes, pendingDelete{due: m.clock().Add(delay), what: what, fn: fn})
+	m.mu.Unlock()
+}
+
+// processDueDeletes runs the deletions that are due.
+func (m *Manager) processDueDeletes() {
+	now := m.clock()
+	m.mu.Lock()
+	var due []pendingDelete
+	kept := m.mu.deletes[:0]
+	for _, d := range m.mu.deletes {
+		if !d.due.After(now) {
+			due = append(due, d)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	m.mu.deletes = kept
+	m.mu.Unlock()
+	m.runDeletes(due)
+}
+
+func (m *Manager) runDeletes(due []pendingDelete) {
+	for _, d := range due {
+		if err := d.fn(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.log.WithError(err).WithField("file", d.what).Warn("failed to delete file")
+		}
+	}
+}
+
+// PendingDeletes is how many delayed deletions are queued (for tests and metrics).
+func (m *Manager) PendingDeletes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.mu.deletes)
+}
+
+// flushDirtyLogs is LogManager.flushDirtyLogs: each log applies its flush.ms policy.
+func (m *Manager) flushDirtyLogs() {
+	for _, logs := range m.onlineLogsByDir() {
+		for _, l := range logs {
+			if err := l.FlushIfNeeded(); err != nil && !errors.Is(err, ErrKafkaStorage) && !errors.Is(err, ErrClosed) {
+				m.log.WithError(err).WithField("dir", l.Dir()).Warn("flush failed")
+			}
+		}
+	}
+}
+
+func (m *Manager) checkpointRecoveryPoints() {
+	for dir, logs := range m.onlineLogsByDir() {
+		m.writeDirCheckpoint(dir, RecoveryPointCheckpointFile, recoveryPoints(logs))
+	}
+}
+
+func (m *Manager) checkpointLogStartOffsets() {
+	for dir, logs := range m.onlineLogsByDir() {
+		m.writeDirCheckpoint(dir, LogStartOffsetCheckpointFile, logStartOffsets(logs))
+	}
+}
+
+func (m *Manager) checkpointHighWatermarks() {
+	for dir, logs := range m.onlineLogsByDir() {
+		hw := make(map[TopicPartition]int64, len(logs))
+		for _, l := range logs {
+			hw[l.TopicPartition()] = l.HighWatermark()
+		}
+		m.writeDirCheckpoint(dir, HighWatermarkCheckpointFile, hw)
+	}
+}
+
+// checkpointDir rewrites a dir's recovery-point and log-start checkpoints (after a delete).
+func (m *Manager) checkpointDir(dir string) {
+	logs := m.onlineLogsByDir()[dir]
+	m.writeDirCheckpoint(dir, RecoveryPointCheckpointFile, recoveryPoints(logs))
+	m.writeDirCheckpoint(dir, LogStartOffsetCheckpointFile, logStartOffsets(logs))
+}
+
+func recoveryPoints(logs []*Log) map[TopicPartition]int64 {
+	out := make(map[TopicPartition]int64, len(logs))
+	for _, l := range logs {
+		out[l.TopicPartition()] = l.RecoveryPoint()
+	}
+	return out
+}
+
+// logStartOffsets lists only logs whose start is above their first segment's base, as
+// Kafka's checkpointLogStartOffsetsInDir does.
+func logStartOffsets(logs []*Log) map[TopicPartition]int64 {
+	out := make(map[TopicPartition]int64)
+	for _, l := range logs {
+		base, ok := firstSegmentBase(l)
+		if !ok {
+			continue
+		}
+		if start := l.LogStartOffset(); start > base {
+			out[l.TopicPartition()] = start
+		}
+	}
+	return out
+}
+
+func (m *Manager) writeDirCheckpoint(dir, name string, offsets map[TopicPartition]int64) bool {
+	if m.isOffline(dir) {
+		return false
+	}
+	if err := WriteOffsetCheckpoint(m.fs, filepath.Join(dir, name), offsets); err != nil {
+		m.markDirOffline(dir, fmt.Errorf("checkpoint %s: %w", name, err))
+		return false
+	}
+	return true
+}
+
+// markDirOffline is LogDirFailureChannel.maybeAddOfflineLogDir plus
+// ReplicaManager.handleLogDirFailure: every log in dir stops serving (ErrKafkaStorage),
+// the operator is told at Error level, and the callbacks run on an owned goroutine.
+func (m *Manager) markDirOffline(dir string, cause error) { m.markDirOfflineExcept(dir, cause, nil) }
+
+func (m *Manager) markDirOfflineExcept(dir string, cause error, except *TopicPartition) {
+	m.mu.Lock()
+	if _, off := m.mu.offline[dir]; off {
+		m.mu.Unlock()
+		return
+	}
+	m.mu.offline[dir] = cause
+	var logs []*Log
+	for tp, d := range m.mu.logDir {
+		if d == dir && (except == nil || tp != *except) {
+			logs = append(logs, m.mu.logs[tp])
+		}
+	}
+	left := len(m.dirs) - len(m.mu.offline)
+	shutdown := m.mu.shutdown
+	m.mu.Unlock()
+	for _, l := range logs {
+		l.markOffline()
+	}
+	m.log.WithError(cause).WithFields(logrus.Fields{"dir": dir, "partitions": len(logs), "online_dirs": left}).
+		Error("log dir is offline after an I/O error; stopped serving its partitions")
+	if left == 0 {
+		m.log.WithField("dirs", m.dirs).Error("all log dirs have failed; the broker must shut down")
+	}
+	if shutdown || (m.cfg.OnDirOffline == nil && m.cfg.OnAllDirsOffline == nil) {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if m.cfg.OnDirOffline != nil {
+			m.cfg.OnDirOffline(dir)
+		}
+		if left == 0 && m.cfg.OnAllDirsOffline != nil {
+			m.cfg.OnAllDirsOffline()
+		}
+	}()
+}
+
+func (m *Manager) isOffline(dir string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, off := m.mu.offline[dir]
+	return off
+}
+
+// OfflineDirs lists the dirs taken offline, in config order.
+func (m *Manager) OfflineDirs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, d := range m.dirs {
+		if _, off := m.mu.offline[d]; off {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// OnlineDirs lists the dirs still serving, in config order.
+func (m *Manager) OnlineDirs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.onlineDirsLocked()
+}
+
+func (m *Manager) onlineDirsLocked() []string {
+	var out []string
+	for _, d := range m.dirs {
+		if _, off := m.mu.offline[d]; !off {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Dirs lists every configured log dir (absolute), in config order.
+func (m *Manager) Dirs() []string { return append([]string(nil), m.dirs...) }
+
+// Shutdown is LogManager.shutdown: stop the background tasks, then per online dir flush
+// and close every log, write the recovery-point, log-start and high-watermark
+// checkpoints and the clean-shutdown marker, then release the locks. A dir where anything
+// failed gets no marker, so the next start recovers it.
+func (m *Manager) Shutdown() error {
+	m.mu.Lock()
+	if m.mu.shutdown {
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.shutdown = true
+	cancel := m.bgCancel
+	pending := m.mu.deletes
+	m.mu.deletes = nil
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	m.wg.Wait()
+	// Pending deletions of already-renamed files are done now rather than left for the
+	// next start (Kafka leaves them; loading removes them either way).
+	m.runDeletes(pending)
+
+	var errs []error
+	byDir := m.onlineLogsByDir()
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	for dir, logs := range byDir {
+		wg.Add(1)
+		go func(dir string, logs []*Log) {
+			defer wg.Done()
+			ok := m.shutdownDir(dir, logs)
+			if !ok {
+				errMu.Lock()
+				errs = append(errs, fmt.Errorf("shutdown log dir %s: %w", dir, ErrKafkaStorage))
+				errMu.Unlock()
+			}
+		}(dir, logs)
+	}
+	wg.Wait()
+	// Logs of offline dirs: close what can be closed, write nothing.
+	m.mu.Lock()
+	var offlineLogs []*Log
+	for tp, l := range m.mu.logs {
+		if _, off := m.mu.offline[m.mu.logDir[tp]]; off {
+			offlineLogs = append(offlineLogs, l)
+		}
+	}
+	m.mu.Unlock()
+	for _, l := range offlineLogs {
+		l.Close()
+	}
+	m.wg.Wait() // callbacks started by failures during shutdown
+	m.unlockAll()
+	m.log.Info("log manager shut down")
+	return errors.Join(errs...)
+}
+
+func (m *Manager) shutdownDir(dir string, logs []*Log) bool {
+	// Bounded like loading: num.recovery.threads.per.data.dir closers.
+	work := make(chan *Log, len(logs))
+	for _, l := range logs {
+		work <- l
+	}
+	close(work)
+	var wg sync.WaitGroup
+	for i := 0; i < m.cfg.RecoveryThreadsPerDir; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range work {
+				if err := l.Flush(); err != nil {
+					m.markDirOffline(dir, fmt.Errorf("flush %s at shutdown: %w", l.TopicPartition(), err))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if m.isOffline(dir) {
+		return false
+	}
+	// Checkpoint before closing: the values are final once flushed.
+	rp, ls := recoveryPoints(logs), logStartOffsets(logs)
+	hw := make(map[TopicPartition]int64, len(logs))
+	for _, l := range logs {
+		hw[l.TopicPartition()] = l.HighWatermark()
+	}
+	closeErr := false
+	for _, l := range logs {
+		if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			m.markDirOffline(dir, fmt.Errorf("close %s at shutdown: %w", l.TopicPartition(), err))
+			closeErr = true
+		}
+	}
+	if closeErr {
+		return false
+	}
+	if !m.writeDirCheckpoint(dir, RecoveryPointCheckpointFile, rp) ||
+		!m.writeDirCheckpoint(dir, LogStartOffsetCheckpointFile, ls) ||
+		!m.writeDirCheckpoint(dir, HighWatermarkCheckpointFile, hw) {
+		return false
+	}
+	if m.cleaner != nil && !m.cleaner.checkpointDir(dir) {
+		return false
+	}
+	if err := writeCleanShutdownMarker(m.fs, dir); err != nil {
+		m.markDirOffline(dir, err)
+		return false
+	}
+	return true
+}
+
+func (m *Manager) closeAllQuietly() {
+	m.mu.Lock()
+	logs := make([]*Log, 0, len(m.mu.logs))
+	for _, l := range m.mu.logs {
+		logs = append(logs, l)
+	}
+	m.mu.Unlock()
+	for _, l := range logs {
+		l.Close()
+	}
+}
+
+func (m *Manager) unlockAll() {
+	m.mu.Lock()
+	locks := m.mu.locks
+	m.mu.locks = map[string]*dirLock{}
+	m.mu.Unlock()
+	for d, l := range locks {
+		if err := l.unlock(); err != nil {
+			m.log.WithError(err).WithField("dir", d).Warn("failed to release log dir lock")
+		}
+	}
+}
+
+// markOffline stops a log from taking appends after its dir went offline or it was
+// deleted; its operations then answer ErrKafkaStorage.
+func (l *Log) markOffline() {
+	l.mu.Lock()
+	l.mu.offline = true
+	l.mu.Unlock()
+}
+
+// firstSegmentBase is the base offset of l's oldest segment.
+func firstSegmentBase(l *Log) (int64, bool) {
+	segs := l.Segments()
+	if len(segs) == 0 {
+		return 0, false
+	}
+	return segs[0].BaseOffset, true
+}

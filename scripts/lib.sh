@@ -1,0 +1,117 @@
+# Shared by scripts/cluster.sh and scripts/test.sh (sourced, not run).
+# Installs Debian packages when missing and runs a standalone ZooKeeper as a plain process.
+
+ZK_JAR=/usr/share/java/zookeeper.jar
+SLF4J_JAR=/usr/share/java/slf4j-simple.jar
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Go may live outside PATH when run through sudo or from CI.
+ensure_go() {
+	if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+		PATH="$PATH:/usr/local/go/bin"
+	fi
+	command -v go >/dev/null 2>&1 || die "Go is not installed (https://go.dev/doc/install)"
+}
+
+# pkg_ok NAME: the package is installed and what we use from it is there.
+pkg_ok() {
+	# A purged package can leave its files (libzookeeper-java keeps zookeeper.jar), so ask dpkg
+	# when there is one.
+	if command -v dpkg-query >/dev/null 2>&1; then
+		dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' || return 1
+	fi
+	case $1 in
+	zookeeper) [ -r "$ZK_JAR" ] && [ -r "$SLF4J_JAR" ] && command -v java >/dev/null 2>&1 ;;
+	kcat) command -v kcat >/dev/null 2>&1 ;;
+	*) return 1 ;;
+	esac
+}
+
+# ensure_packages NAME...: apt-get installs the missing ones, as root or through sudo.
+ensure_packages() {
+	local missing=() p
+	for p in "$@"; do
+		pkg_ok "$p" || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	command -v apt-get >/dev/null 2>&1 ||
+		die "missing ${missing[*]} and no apt-get here: install them (Debian packages: ${missing[*]})"
+	local as=()
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo >/dev/null 2>&1 || die "missing ${missing[*]}: run as root or install sudo"
+		# No terminal to ask for a password on (CI): fail instead of hanging.
+		if [ -t 0 ]; then as=(sudo); else as=(sudo -n); fi
+	fi
+	log "installing ${missing[*]} (apt-get)"
+	local t0=$SECONDS
+	"${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 update -q ||
+		die "apt-get update failed"
+	"${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q \
+		--no-install-recommends "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+	for p in "${missing[@]}"; do
+		pkg_ok "$p" || die "$p still missing after apt-get install"
+	done
+	log "installed ${missing[*]} in $((SECONDS - t0))s"
+}
+
+# zk_4lw PORT WORD: prints ZooKeeper's answer to a four-letter word (empty if none).
+zk_4lw() {
+	timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf %s "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null || true
+}
+
+# port_busy PORT: something accepts connections on 127.0.0.1:PORT.
+port_busy() {
+	timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
+}
+
+# zk_start DIR PORT: writes DIR/zoo.cfg, starts ZooKeeper in the background with its log in
+# DIR/zookeeper.log, sets ZK_PID and waits until it serves (srvr prints "Mode:").
+zk_start() {
+	local dir=$1 port=$2
+	mkdir -p "$dir/data"
+	cat >"$dir/zoo.cfg" <<EOF
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+EOF
+	# setsid: its own session, so a Ctrl-C meant for the script does not reach it.
+	setsid java -cp "$ZK_JAR:$SLF4J_JAR" -Dzookeeper.log.dir="$dir" \
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
+		</dev/null >"$dir/zookeeper.log" 2>&1 &
+	ZK_PID=$!
+	local i
+	for ((i = 0; i < 300; i++)); do
+		if zk_4lw "$port" srvr | grep -q '^Mode:'; then
+			return 0
+		fi
+		kill -0 "$ZK_PID" 2>/dev/null || {
+			tail -n 30 "$dir/zookeeper.log" >&2
+			die "ZooKeeper exited during start-up (log: $dir/zookeeper.log)"
+		}
+		sleep 0.1
+	done
+	tail -n 30 "$dir/zookeeper.log" >&2
+	die "ZooKeeper did not serve on 127.0.0.1:$port within 30s (log: $dir/zookeeper.log)"
+}
+
+# stop_pid PID NAME SECONDS: SIGTERM, wait up to SECONDS, then SIGKILL.
+stop_pid() {
+	local pid=$1 name=$2 secs=$3 i
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < secs * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+		sleep 0.1
+	done
+	log "$name did not stop within ${secs}s: killing it"
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
