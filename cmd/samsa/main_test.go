@@ -132,10 +132,18 @@ func withFakeBroker(t *testing.T, fb *fakeBroker) {
 	t.Cleanup(func() { newBroker = old })
 }
 
+// testLog routes log lines to t.Log, so only failing tests print them.
 func testLog(t *testing.T) *logrus.Entry {
 	l := logrus.New()
-	l.SetOutput(io.Discard)
+	l.SetOutput(tWriter{t})
 	return logrus.NewEntry(l)
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 func TestServeBroker(t *testing.T) {
