@@ -68,8 +68,8 @@ type electionStore interface {
 	SessionEvents() <-chan zkmeta.SessionEvent
 }
 
-// Controller is KafkaController. Run drives it; IsActive, Epoch and AlterPartition are safe
-// to call from any goroutine.
+// Controller is KafkaController. Run drives it; IsActive, Epoch and the request entry points
+// (AlterPartition, ControlledShutdown, ElectLeaders) are safe to call from any goroutine.
 type Controller struct {
 	cfg  Config
 	zk   electionStore

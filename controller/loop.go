@@ -32,10 +32,12 @@ type store interface {
 	SetTopicAssignmentAsController(name string, a zkmeta.TopicAssignment, ctrlEpochZkVersion int32) (int32, error)
 	GetTopicConfig(name string) (map[string]string, error)
 	GetPartitionState(topic string, p int32) (zkmeta.PartitionState, error)
-	CreatePartitionState(topic string, p int32, s zkmeta.PartitionState, ctrlEpochZkVersion int32) error
+	CreatePartitionStates(states map[zkmeta.TopicPartition]zkmeta.PartitionState, ctrlEpochZkVersion int32) map[zkmeta.TopicPartition]error
+	UpdatePartitionStates(states map[zkmeta.TopicPartition]zkmeta.PartitionState, ctrlEpochZkVersion int32) map[zkmeta.TopicPartition]zkmeta.StateWriteResult
 	UpdatePartitionState(topic string, p int32, s zkmeta.PartitionState, expectedZkVersion, ctrlEpochZkVersion int32) (int32, error)
 	DeleteTopicDeletionMarker(name string, ctrlEpochZkVersion int32) error
 	DeleteTopicZNodes(name string, ctrlEpochZkVersion int32) error
+	EnsureFeatureZNode() (zkmeta.FeatureZNode, error)
 }
 
 // maxElectionAttempts bounds the re-read-and-retry rounds after BADVERSION conflicts.
@@ -256,6 +258,10 @@ func (l *eventLoop) onControllerFailover() error {
 	l.watch(ch, controllerChangeEvent{})
 	if id != l.cfg.BrokerID {
 		return fmt.Errorf("%w: /controller is broker %d", errResign, id)
+	}
+	// enableFeatureVersioning (IBP >= 2.7): /feature exists and is enabled.
+	if _, err := l.zk.EnsureFeatureZNode(); err != nil {
+		return err
 	}
 
 	changes, err := l.refreshLiveBrokers()
@@ -848,10 +854,32 @@ func (l *eventLoop) electOffline(tps []TopicPartition, forceUnclean bool, b *req
 // adds LeaderAndIsr (and UpdateMetadata) to b. Returns the partitions to retry after a
 // BADVERSION conflict; ErrControllerMoved ends the term.
 func (l *eventLoop) applyUpdates(ups []partitionUpdate, b *requestBatch) (retry []TopicPartition, err error) {
+	// All writes go out at once, pipelined (KafkaZkClient's async multi requests); results
+	// are applied in the decided order so the context and the requests are deterministic.
+	creates := map[zkmeta.TopicPartition]zkmeta.PartitionState{}
+	updates := map[zkmeta.TopicPartition]zkmeta.PartitionState{}
 	for _, up := range ups {
+		k := zkmeta.TopicPartition{Topic: up.tp.Topic, Partition: up.tp.Partition}
+		if up.create {
+			creates[k] = up.state
+		} else {
+			updates[k] = up.state
+		}
+	}
+	var createRes map[zkmeta.TopicPartition]error
+	var updateRes map[zkmeta.TopicPartition]zkmeta.StateWriteResult
+	if len(creates) > 0 {
+		createRes = l.zk.CreatePartitionStates(creates, l.ctx.epochZkVersion)
+	}
+	if len(updates) > 0 {
+		updateRes = l.zk.UpdatePartitionStates(updates, l.ctx.epochZkVersion)
+	}
+	var fatal error
+	for _, up := range ups {
+		k := zkmeta.TopicPartition{Topic: up.tp.Topic, Partition: up.tp.Partition}
 		st := up.state
 		if up.create {
-			err = l.zk.CreatePartitionState(up.tp.Topic, up.tp.Partition, st, l.ctx.epochZkVersion)
+			err = createRes[k]
 			if errors.Is(err, zkmeta.ErrNodeExists) {
 				// Another controller term created it first: adopt what is there.
 				if rerr := l.refreshPartitionStates([]TopicPartition{up.tp}); rerr != nil {
@@ -865,17 +893,20 @@ func (l *eventLoop) applyUpdates(ups []partitionUpdate, b *requestBatch) (retry 
 			}
 			st.PartitionEpoch = 0
 		} else {
-			var v int32
-			v, err = l.zk.UpdatePartitionState(up.tp.Topic, up.tp.Partition, st, st.PartitionEpoch, l.ctx.epochZkVersion)
+			res := updateRes[k]
+			err = res.Err
 			if errors.Is(err, zkmeta.ErrBadVersion) {
 				retry = append(retry, up.tp)
 				continue
 			}
-			st.PartitionEpoch = v
+			st.PartitionEpoch = res.ZkVersion
 		}
 		if err != nil {
 			if isFatal(err) {
-				return nil, err
+				if fatal == nil {
+					fatal = err
+				}
+				continue
 			}
 			l.stateLog.WithError(err).WithFields(logrus.Fields{"topic": up.tp.Topic, "partition": up.tp.Partition}).
 				Error("failed to write partition state")
@@ -888,6 +919,10 @@ func (l *eventLoop) applyUpdates(ups []partitionUpdate, b *requestBatch) (retry 
 			"to": up.after.String(), "leader": st.Leader, "leader_epoch": st.LeaderEpoch, "isr": st.ISR,
 			"partition_epoch": st.PartitionEpoch, "reason": up.why}).Info("partition state changed")
 		b.addLeaderAndIsr(l.ctx, up.recipients, up.tp, up.isNew)
+	}
+	if fatal != nil {
+		// The term ends; what was written before the fence is in the context, nothing is sent.
+		return nil, fatal
 	}
 	return retry, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/samsa-kafka/samsa/zkmeta"
 )
 
-// requestBatch collects the requests of one state change.
+// requestBatch collects the requests of one state change. Used by the event loop goroutine only.
 type requestBatch struct {
 	leaderAndIsr map[int32]map[TopicPartition]bool // broker → partition → isNew
 	umBrokers    map[int32]bool

@@ -200,6 +200,39 @@ func (s *fakeStore) DeleteTopicZNodes(name string, ezv int32) error {
 	return nil
 }
 
+// The batch writes run one by one in partition order, so the recorded output is stable.
+func sortedZkTPs[V any](m map[zkmeta.TopicPartition]V) []zkmeta.TopicPartition {
+	out := make([]zkmeta.TopicPartition, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b zkmeta.TopicPartition) int {
+		return compareTP(TopicPartition{a.Topic, a.Partition}, TopicPartition{b.Topic, b.Partition})
+	})
+	return out
+}
+
+func (s *fakeStore) CreatePartitionStates(states map[zkmeta.TopicPartition]zkmeta.PartitionState, ezv int32) map[zkmeta.TopicPartition]error {
+	out := map[zkmeta.TopicPartition]error{}
+	for _, k := range sortedZkTPs(states) {
+		out[k] = s.CreatePartitionState(k.Topic, k.Partition, states[k], ezv)
+	}
+	return out
+}
+
+func (s *fakeStore) UpdatePartitionStates(states map[zkmeta.TopicPartition]zkmeta.PartitionState, ezv int32) map[zkmeta.TopicPartition]zkmeta.StateWriteResult {
+	out := map[zkmeta.TopicPartition]zkmeta.StateWriteResult{}
+	for _, k := range sortedZkTPs(states) {
+		v, err := s.UpdatePartitionState(k.Topic, k.Partition, states[k], states[k].PartitionEpoch, ezv)
+		out[k] = zkmeta.StateWriteResult{ZkVersion: v, Err: err}
+	}
+	return out
+}
+
+func (s *fakeStore) EnsureFeatureZNode() (zkmeta.FeatureZNode, error) {
+	return zkmeta.FeatureZNode{Version: 2, Status: zkmeta.FeatureStatusEnabled}, nil
+}
+
 func fmtState(st zkmeta.PartitionState) string {
 	s := fmt.Sprintf("leader=%d leader_epoch=%d isr=%v partition_epoch=%d controller_epoch=%d",
 		st.Leader, st.LeaderEpoch, st.ISR, st.PartitionEpoch, st.ControllerEpoch)
@@ -213,6 +246,7 @@ func fmtState(st zkmeta.PartitionState) string {
 type fakeChannels struct {
 	out     *strings.Builder
 	pending []pendingRequest
+	discard bool // do not format requests (random tests)
 }
 
 type pendingRequest struct {
@@ -227,6 +261,9 @@ func (f *fakeChannels) addBroker(info zkmeta.BrokerInfo) {
 func (f *fakeChannels) removeBroker(id int32) { fmt.Fprintf(f.out, "channel: remove broker %d\n", id) }
 func (f *fakeChannels) shutdown()             {}
 func (f *fakeChannels) send(id int32, req kmsg.Request, cb func(kmsg.Response)) {
+	if f.discard {
+		return
+	}
 	fmt.Fprintf(f.out, "send %d: %s\n", id, fmtRequest(req))
 	if cb != nil {
 		f.pending = append(f.pending, pendingRequest{id, req, cb})
@@ -387,7 +424,7 @@ func (h *stepHarness) run(line string) {
 		// Rebalance checks run only when a script asks ("event AutoRebalance").
 		cfg := Config{BrokerID: 0, UncleanLeaderElectionEnable: h.unclean, Log: log, DisableAutoLeaderRebalance: true}
 		cfg.setDefaults()
-		h.loop = newEventLoop(cfg, h.zk, &fakeChannels{out: &h.out}, h.epoch, h.zk.epochZkVersion, context.Background())
+		h.loop = newEventLoop(cfg, h.zk, &fakeChannels{out: &h.out, discard: h.quiet}, h.epoch, h.zk.epochZkVersion, context.Background())
 		h.process(startupEvent{})
 	case "event":
 		switch f[1] {

@@ -144,6 +144,10 @@ func TestElectionFailoverAndFencing(t *testing.T) {
 	if epoch != 1 || winner.Epoch() != 1 {
 		t.Fatalf("first controller epoch: znode %d, controller %d; want 1", epoch, winner.Epoch())
 	}
+	waitFor(t, 5*time.Second, "/feature written at failover", func() bool {
+		data, _, err := loserZK.Get(zkmeta.FeaturePath)
+		return err == nil && strings.Contains(string(data), `"status":1`)
+	})
 	time.Sleep(200 * time.Millisecond)
 	if loser.IsActive() || !winner.IsActive() {
 		t.Fatal("controller changed without a failure")
