@@ -2,6 +2,11 @@ package logstore
 
 // Appends: Kafka's UnifiedLog.append / analyzeAndValidateRecords, LogValidator (magic v2
 // only) and LocalLog.append/roll.
+//
+// Deviations from LogValidator: magic 0/1 batches are refused (UNSUPPORTED_FOR_MESSAGE_FORMAT)
+// rather than up-converted; inner offset deltas must run 0..n-1 for uncompressed batches too
+// (Kafka checks it for compressed ones); no producer-state checks (sequence, epoch,
+// duplicates, transactions) yet.
 
 import (
 	"errors"
@@ -26,11 +31,6 @@ type AppendInfo struct {
 	ValidBytes int
 	// MaxTimestamp and OffsetOfMaxTimestamp of the appended records.
 	MaxTimestamp, OffsetOfMaxTimestamp int64
-}
-
-// parsedBatch is one batch of an append, located in the caller's buffer.
-type parsedBatch struct {
-	b recordbatch.Batch
 }
 
 // splitBatches walks records: every batch must be complete and valid (length, magic, CRC)
@@ -124,6 +124,9 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo
 		if err != nil {
 			return AppendInfo{}, err
 		}
+		if data == nil {
+			data = records[:validBytes]
+		}
 	} else {
 		leo := l.logEndOffset.Load()
 		prevLast := int64(-1)
@@ -181,6 +184,13 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo
 // visible unless the write (and a policy fsync) succeeded; on failure the file is cut back.
 func (l *Log) appendLocked(data []byte, info *AppendInfo, cfg *LogConfig, now time.Time) error {
 	seg := l.activeSegment()
+	if !seg.indexesSized {
+		if err := seg.sizeIndexes(cfg.SegmentIndexBytes); err != nil {
+			err = fmt.Errorf("%w: %v", ErrKafkaStorage, err)
+			l.ioFailed(err)
+			return err
+		}
+	}
 	if seg.shouldRoll(cfg, int64(len(data)), info.MaxTimestamp, info.LastOffset, now) {
 		var err error
 		if seg, err = l.rollLocked(info.FirstOffset, now); err != nil {
@@ -407,12 +417,7 @@ func (l *Log) validateAndAssignOffsets(batches []recordbatch.Batch, leaderEpoch 
 		return out[0], nil
 	}
 	if !recompressed {
-		// Batches are adjacent in the caller's buffer.
-		total := 0
-		for _, b := range out {
-			total += len(b)
-		}
-		return batches[0][:total:total], nil
+		return nil, nil // rewritten in place: the caller appends its own buffer
 	}
 	var data []byte
 	for _, b := range out {

@@ -74,6 +74,8 @@ type Cleaner struct {
 
 	mu struct {
 		sync.Mutex
+		// done is signalled when a log leaves inProgress.
+		done       *sync.Cond
 		inProgress map[TopicPartition]bool
 		aborted    map[TopicPartition]bool
 		// checkpoints: dir -> tp -> first dirty offset (cleaner-offset-checkpoint).
@@ -83,6 +85,7 @@ type Cleaner struct {
 
 func newCleaner(m *Manager) *Cleaner {
 	c := &Cleaner{m: m, log: m.log.WithField("component", "log.cleaner")}
+	c.mu.done = sync.NewCond(&c.mu.Mutex)
 	c.mu.inProgress = make(map[TopicPartition]bool)
 	c.mu.aborted = make(map[TopicPartition]bool)
 	c.mu.checkpoints = make(map[string]map[TopicPartition]int64)
@@ -108,19 +111,52 @@ func (c *Cleaner) tryPause(tp TopicPartition) bool {
 	return true
 }
 
+// pause waits until no pass works on tp and marks it busy (abortAndPauseCleaning).
+func (c *Cleaner) pause(tp TopicPartition) {
+	c.mu.Lock()
+	for c.mu.inProgress[tp] {
+		c.mu.aborted[tp] = true
+		c.mu.done.Wait()
+	}
+	c.mu.inProgress[tp] = true
+	c.mu.Unlock()
+}
+
+// maybeTruncateCheckpoint is LogCleanerManager.maybeTruncateCheckpoint: after a truncation
+// a first dirty offset beyond offset is pulled back to it.
+func (c *Cleaner) maybeTruncateCheckpoint(dir string, l *Log, offset int64) {
+	if !l.Config().Compact() {
+		return
+	}
+	tp := l.TopicPartition()
+	c.mu.Lock()
+	cp, ok := c.mu.checkpoints[dir][tp]
+	changed := ok && cp > offset
+	if changed {
+		c.mu.checkpoints[dir][tp] = offset
+	}
+	c.mu.Unlock()
+	if changed {
+		c.checkpointDir(dir)
+	}
+}
+
 func (c *Cleaner) resume(tp TopicPartition) {
 	c.mu.Lock()
 	delete(c.mu.inProgress, tp)
 	delete(c.mu.aborted, tp)
+	c.mu.done.Broadcast()
 	c.mu.Unlock()
 }
 
-// abort forgets tp (its log is being deleted); a pass in progress checks aborted between
-// groups and stops.
+// abort forgets tp (its log is being deleted) and waits until no cleaning pass or
+// retention run is working on it (LogCleanerManager.abortCleaning); a pass checks aborted
+// between segment groups.
 func (c *Cleaner) abort(tp TopicPartition) {
 	c.mu.Lock()
-	if c.mu.inProgress[tp] {
+	for c.mu.inProgress[tp] {
 		c.mu.aborted[tp] = true
+		c.mu.done.Wait()
 	}
 	for _, cp := range c.mu.checkpoints {
 		delete(cp, tp)

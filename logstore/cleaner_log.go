@@ -113,7 +113,7 @@ func (l *Log) replaceWithCleaned(base int64, oldBases []int64, emit func(write f
 	}
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlock() // reports an I/O error to the manager once mu is released
 	if l.closed.Load() || l.mu.offline {
 		discard()
 		return fmt.Errorf("%w: %s closed or offline", errCleaningAborted, l.tp)
@@ -161,7 +161,7 @@ func (l *Log) cleanerIOError(err error) error {
 	}
 	l.mu.Lock()
 	l.ioFailed(err)
-	l.mu.Unlock()
+	l.unlock()
 	return err
 }
 

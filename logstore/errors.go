@@ -48,6 +48,3 @@ func batchErr(err error) error {
 		return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 	}
 }
-
-// errNotYet marks an unfinished code path.
-var errNotYet = errors.New("logstore: not implemented yet")

@@ -89,12 +89,12 @@ func (idx *index) loadLocked() error {
 	if idx.mu.size == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(idx.path, os.O_RDWR, 0)
+	fd, err := unix.Open(idx.path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("map index %s: %w", idx.path, err)
 	}
-	defer f.Close()
-	data, err := unix.Mmap(int(f.Fd()), 0, int(idx.mu.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	defer unix.Close(fd)
+	data, err := unix.Mmap(fd, 0, int(idx.mu.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		idx.mu.loaded = false
 		return fmt.Errorf("map index %s: %w", idx.path, err)
@@ -210,6 +210,26 @@ func (idx *index) appendEntry(entry []byte) error {
 	return nil
 }
 
+// preadEntry reads entry n straight from the file when the index is not mapped, so opening
+// a log (sanity checks, last entries) maps nothing.
+func (idx *index) preadEntry(n int64, buf []byte) (bool, error) {
+	idx.mu.RLock()
+	loaded := idx.mu.loaded
+	idx.mu.RUnlock()
+	if loaded {
+		return false, nil
+	}
+	fd, err := unix.Open(idx.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true, fmt.Errorf("read index %s: %w", idx.path, err)
+	}
+	defer unix.Close(fd)
+	if m, err := unix.Pread(fd, buf, n*int64(idx.entrySize)); err != nil || m != len(buf) {
+		return true, fmt.Errorf("read index %s entry %d: short read (%v)", idx.path, n, err)
+	}
+	return true, nil
+}
+
 // OffsetIndex maps relative offsets to .log positions.
 type OffsetIndex struct{ index }
 
@@ -231,6 +251,15 @@ func (oi *OffsetIndex) Entries() int64 { return oi.entries.Load() }
 
 // Entry returns entry n as (absolute offset, position).
 func (oi *OffsetIndex) Entry(n int64) (int64, int64, error) {
+	if n >= 0 && n < oi.entries.Load() {
+		var e [offsetIndexEntrySize]byte
+		if done, err := oi.preadEntry(n, e[:]); done {
+			if err != nil {
+				return 0, 0, err
+			}
+			return oi.baseOffset + int64(int32(binary.BigEndian.Uint32(e[:]))), int64(int32(binary.BigEndian.Uint32(e[4:]))), nil
+		}
+	}
 	if err := oi.rlock(); err != nil {
 		return 0, 0, err
 	}
@@ -360,6 +389,15 @@ func (ti *TimeIndex) Entries() int64 { return ti.entries.Load() }
 
 // Entry returns entry n as (timestamp, absolute offset).
 func (ti *TimeIndex) Entry(n int64) (int64, int64, error) {
+	if n >= 0 && n < ti.entries.Load() {
+		var e [timeIndexEntrySize]byte
+		if done, err := ti.preadEntry(n, e[:]); done {
+			if err != nil {
+				return 0, 0, err
+			}
+			return int64(binary.BigEndian.Uint64(e[:])), ti.baseOffset + int64(int32(binary.BigEndian.Uint32(e[8:]))), nil
+		}
+	}
 	if err := ti.rlock(); err != nil {
 		return 0, 0, err
 	}

@@ -334,7 +334,9 @@ func (l *Log) incrementStartLocked(offset int64) error {
 // DeleteOldSegments is UnifiedLog.deleteOldSegments(predicate): oldest first, while pred
 // holds, the segment is below the high watermark and it is not the empty last one. If every
 // segment goes, a new empty one is rolled first. The log start moves to the first remaining
-// segment. It returns how many segments were deleted.
+// segment. It returns how many segments were deleted. pred runs under the append lock: it
+// may call the lock-free getters (Segments, HighWatermark, ...) but nothing that appends,
+// truncates or flushes.
 func (l *Log) DeleteOldSegments(pred func(seg SegmentInfo, next *SegmentInfo) bool, reason string) (int, error) {
 	l.mu.Lock()
 	defer l.unlock()
@@ -574,7 +576,7 @@ func (l *Log) ReplaceWithCleaned(base int64, oldBases []int64, emit func(write f
 		l.ioFailed(err)
 		return err
 	}
-	_ = seg.loadTimestamps()
+	_, _ = seg.loadTimestamps()
 	return nil
 }
 

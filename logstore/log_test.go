@@ -787,3 +787,30 @@ func TestAppendAsFollowerPartialAndEpochs(t *testing.T) {
 		t.Fatalf("EndOffsetForEpoch(1) = %d %d", ep, end)
 	}
 }
+
+func TestAppendAsLeaderMultipleBatches(t *testing.T) {
+	clock := newStepClock(1_700_000_000_000)
+	for _, ct := range []string{"producer", "gzip"} {
+		t.Run(ct, func(t *testing.T) {
+			l := openTestLog(t, filepath.Join(t.TempDir(), "multi-0"), testLogOpts{clock: clock, cfg: map[string]string{"compression.type": ct}})
+			defer l.Close()
+			var in []byte
+			for i := 0; i < 3; i++ {
+				in = append(in, makeBatch(t, 2+i, 10, clock.Now().UnixMilli(), recordbatch.None, false)...)
+			}
+			info, err := l.AppendAsLeader(in, 4)
+			if err != nil || info.FirstOffset != 0 || info.LastOffset != 8 || info.NumRecords != 9 {
+				t.Fatalf("%+v %v", info, err)
+			}
+			bs := readAllBatches(t, l, 0)
+			if len(bs) != 3 || bs[1].BaseOffset() != 2 || bs[2].BaseOffset() != 5 || bs[2].LastOffset() != 8 {
+				t.Fatalf("%d batches", len(bs))
+			}
+			for _, b := range bs {
+				if (ct == "gzip") != (b.Codec() == recordbatch.Gzip) || b.PartitionLeaderEpoch() != 4 {
+					t.Fatalf("batch %d codec %s epoch %d", b.BaseOffset(), b.Codec(), b.PartitionLeaderEpoch())
+				}
+			}
+		})
+	}
+}

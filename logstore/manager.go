@@ -97,8 +97,9 @@ type ioDiscard struct{}
 func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
 
 // Manager is the LogManager. All methods are safe for concurrent use. Lock order:
-// createMu before mu; mu is never held across disk I/O or a Log's own lock... except the
-// brief per-log offline flag set in markDirOffline, which takes no other lock.
+// createMu, then a Log's lock, then checkpointMu or mu. mu guards only maps and is never
+// held across disk I/O or while taking another lock; createMu is held across a log's
+// creation (Kafka's logCreationOrDeletionLock); checkpointMu across one checkpoint write.
 type Manager struct {
 	cfg   ManagerConfig
 	fs    FS
@@ -120,6 +121,11 @@ type Manager struct {
 		shutdown bool
 	}
 	cleaner *Cleaner
+
+	// checkpointMu serializes checkpoint file writes: two writers of one file would share
+	// its .tmp (Kafka's CheckpointFile.write is synchronized the same way). Nothing on a
+	// request path takes it.
+	checkpointMu sync.Mutex
 
 	bgCancel context.CancelFunc
 	wg       sync.WaitGroup // background tasks and callback goroutines
@@ -609,6 +615,41 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	return nil
 }
 
+// TruncateTo is LogManager.truncateTo for follower truncation: cleaning of the log is
+// paused meanwhile, the cleaner checkpoint is pulled back to the active segment's base if
+// it was beyond it (so re-appended offsets are cleaned again), and the dir's recovery
+// points are checkpointed.
+func (m *Manager) TruncateTo(tp TopicPartition, offset int64) error {
+	return m.truncate(tp, offset, func(l *Log) error { return l.TruncateTo(offset) })
+}
+
+// TruncateFullyAndStartAt is LogManager.truncateFullyAndStartAt: every segment goes and the
+// log restarts empty at offset.
+func (m *Manager) TruncateFullyAndStartAt(tp TopicPartition, offset int64) error {
+	return m.truncate(tp, offset, func(l *Log) error { return l.TruncateFullyAndStartAt(offset) })
+}
+
+func (m *Manager) truncate(tp TopicPartition, offset int64, fn func(*Log) error) error {
+	l, dir, ok := m.lookup(tp)
+	if !ok {
+		return fmt.Errorf("logstore: truncate %s to %d: no such log", tp, offset)
+	}
+	if m.cleaner != nil {
+		m.cleaner.pause(tp)
+		defer m.cleaner.resume(tp)
+	}
+	if err := fn(l); err != nil {
+		return fmt.Errorf("truncate %s to %d: %w", tp, offset, err)
+	}
+	if m.cleaner != nil {
+		if segs := l.Segments(); len(segs) > 0 {
+			m.cleaner.maybeTruncateCheckpoint(dir, l, segs[len(segs)-1].BaseOffset)
+		}
+	}
+	m.writeDirCheckpoint(dir, RecoveryPointCheckpointFile, recoveryPoints(m.onlineLogsByDir()[dir]))
+	return nil
+}
+
 // logDeleteDirName is UnifiedLog.logDeleteDirName: the topic is cut so the name fits 255.
 func logDeleteDirName(tp TopicPartition) string {
 	var id [16]byte
@@ -730,7 +771,10 @@ func (m *Manager) writeDirCheckpoint(dir, name string, offsets map[TopicPartitio
 	if m.isOffline(dir) {
 		return false
 	}
-	if err := WriteOffsetCheckpoint(m.fs, filepath.Join(dir, name), offsets); err != nil {
+	m.checkpointMu.Lock()
+	err := WriteOffsetCheckpoint(m.fs, filepath.Join(dir, name), offsets)
+	m.checkpointMu.Unlock()
+	if err != nil {
 		m.markDirOffline(dir, fmt.Errorf("checkpoint %s: %w", name, err))
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -34,11 +35,15 @@ func BenchmarkOpen10kPartitions(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		// The clean child leaves the dir without a clean-shutdown marker (it crashes), so
 		// the next open is unclean; the unclean child shuts down cleanly for the next round.
+		base := runOpenChild(b, dir, "baseline", partitions)
+		b.ReportMetric(base.OpenMs, "baseline_ms")
+		b.Logf("baseline (list each partition dir, open+stat its .log): %.0f ms", base.OpenMs)
 		for _, mode := range []string{"clean", "unclean"} {
 			res := runOpenChild(b, dir, mode, partitions)
 			if res.Logs != partitions {
 				b.Fatalf("%s open loaded %d logs", mode, res.Logs)
 			}
+			b.ReportMetric(res.OpenMs/base.OpenMs, mode+"/baseline")
 			b.ReportMetric(res.OpenMs, mode+"_open_ms")
 			b.ReportMetric(res.RSSMB, mode+"_rss_MB")
 			b.ReportMetric(res.PeakMB, mode+"_peak_rss_MB")
@@ -82,14 +87,24 @@ func TestOpenManagerChild(t *testing.T) {
 	}
 	log := logrus.New()
 	log.SetOutput(ioDiscard{})
+	if os.Getenv("SAMSA_OPEN_CHILD_MODE") == "baseline" {
+		start := time.Now()
+		n := openBaseline(t, dir)
+		fmt.Printf("OPENRESULT {\"Logs\":%d,\"OpenMs\":%f}\n", n, float64(time.Since(start).Microseconds())/1000)
+		return
+	}
 	if os.Getenv("SAMSA_OPEN_CHILD_MODE") == "setup" {
 		n, _ := strconv.Atoi(os.Getenv("SAMSA_BENCH_PARTITIONS"))
 		setupPartitions(t, dir, n)
 		fmt.Printf("OPENRESULT {\"Logs\":%d}\n", n)
 		return
 	}
+	threads := 1 // num.recovery.threads.per.data.dir, Kafka's default
+	if n, err := strconv.Atoi(os.Getenv("SAMSA_BENCH_THREADS")); err == nil && n > 0 {
+		threads = n
+	}
 	start := time.Now()
-	m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, BrokerID: 1, Log: logrus.NewEntry(log), RecoveryThreadsPerDir: 2})
+	m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, BrokerID: 1, Log: logrus.NewEntry(log), RecoveryThreadsPerDir: threads})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,24 +149,93 @@ func (m *runtimeMemStats) heapMB() float64 {
 	return float64(m.HeapInuse) / (1 << 20)
 }
 
-// setupPartitions creates n partitions with one small batch each and shuts down cleanly.
+// setupPartitions creates n partitions with one small batch each, as after a clean
+// shutdown: one is written through the Manager, the rest are file copies of it, and the
+// root checkpoints list them all (fsyncing 10,000 creations would take minutes here).
 func setupPartitions(t testing.TB, dir string, n int) {
 	log := logrus.New()
 	log.SetOutput(ioDiscard{})
-	m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, BrokerID: 1, Log: logrus.NewEntry(log), RecoveryThreadsPerDir: 2})
+	m, err := OpenManager(ManagerConfig{Dirs: []string{dir}, BrokerID: 1, Log: logrus.NewEntry(log)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultLogConfig()
-	for p := 0; p < n; p++ {
-		l, err := m.GetOrCreateLog(TopicPartition{fmt.Sprintf("topic%d", p%100), int32(p / 100)}, [16]byte{1}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		produce(t, l, time.Now().UnixMilli(), "key", strings.Repeat("v", 100), "key2", strings.Repeat("w", 100))
-		l.UpdateHighWatermark(l.LogEndOffset())
+	first := TopicPartition{"topic0", 0}
+	l, err := m.GetOrCreateLog(first, [16]byte{1}, DefaultLogConfig())
+	if err != nil {
+		t.Fatal(err)
 	}
+	produce(t, l, time.Now().UnixMilli(), "key", strings.Repeat("v", 100), "key2", strings.Repeat("w", 100))
+	l.UpdateHighWatermark(l.LogEndOffset())
+	leo := l.LogEndOffset()
 	if err := m.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
+	src := filepath.Join(dir, first.String())
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	offsets := map[TopicPartition]int64{first: leo}
+	for p := 1; p < n; p++ {
+		tp := TopicPartition{fmt.Sprintf("topic%d", p%100), int32(p / 100)}
+		pd := filepath.Join(dir, tp.String())
+		if err := os.Mkdir(pd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(pd, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		offsets[tp] = leo
+	}
+	for _, name := range []string{RecoveryPointCheckpointFile, HighWatermarkCheckpointFile} {
+		if err := WriteOffsetCheckpoint(OSFS{}, filepath.Join(dir, name), offsets); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// openBaseline is the least any loader does per partition: list its dir and open and
+// stat its .log (kept open, as a loaded log keeps it).
+func openBaseline(t testing.TB, dir string) int {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*os.File
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		pd := filepath.Join(dir, e.Name())
+		names, err := os.ReadDir(pd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if strings.HasSuffix(n.Name(), LogFileSuffix) {
+				f, err := os.OpenFile(filepath.Join(pd, n.Name()), os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.Stat(); err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, f)
+			}
+		}
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	return len(files)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -627,6 +628,7 @@ func TestManagerBackgroundTasksStop(t *testing.T) {
 	cfg.FlushSchedulerInterval = 5 * time.Millisecond
 	cfg.CleanerEnable = true
 	cfg.CleanerBackoff = 5 * time.Millisecond
+	goroutines := runtime.NumGoroutine()
 	m := openTestManager(t, cfg)
 	l, _ := m.GetOrCreateLog(TopicPartition{"bg", 0}, [16]byte{}, logConfig(t, map[string]string{"flush.ms": "0"}))
 	produce(t, l, clock.Now().UnixMilli(), "a", "1")
@@ -645,5 +647,10 @@ func TestManagerBackgroundTasksStop(t *testing.T) {
 	}
 	if err := m.Shutdown(); err != nil {
 		t.Fatal(err)
+	}
+	// Every background goroutine is stopped and waited for by Shutdown.
+	if n := runtime.NumGoroutine(); n > goroutines {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after Shutdown, %d before:\n%s", n, goroutines, buf[:runtime.Stack(buf, true)])
 	}
 }

@@ -5,6 +5,7 @@ package logstore
 // with positional I/O only.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -109,7 +110,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 		end := seg.size.Load()
 		bp, ok, err := seg.translateOffset(offset, end)
 		if err != nil {
-			return info, fmt.Errorf("read %s at %d: %w", l.tp, offset, err)
+			return info, l.readFailed(err, offset)
 		}
 		if !ok {
 			continue // offset beyond this segment (a gap left by compaction or an empty active one)
@@ -118,7 +119,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 		maxPos := end
 		if maxOffset < leo {
 			if mp, ok, err := seg.translateOffset(maxOffset, end); err != nil {
-				return info, err
+				return info, l.readFailed(err, maxOffset)
 			} else if ok {
 				maxPos = mp.pos
 			}
@@ -140,6 +141,21 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 		return info, nil
 	}
 	return info, nil
+}
+
+// readFailed reports a read I/O error like a write one (Kafka's maybeHandleIOException):
+// the manager takes the dir offline. Readers hold no lock, so the hook runs directly. A
+// short read of a concurrently truncated file, or a segment closed after deletion, is not.
+func (l *Log) readFailed(err error, offset int64) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) {
+		// Truncated, deleted or closed under the reader: the fetch fails, the dir is fine.
+		return fmt.Errorf("read %s at %d: %w", l.tp, offset, err)
+	}
+	err = fmt.Errorf("%w: read %s at %d: %v", ErrKafkaStorage, l.tp, offset, err)
+	if l.onIOError != nil {
+		l.onIOError(err)
+	}
+	return err
 }
 
 // OffsetForTimestamp finds the first offset whose record timestamp >= ts (ListOffsets by

@@ -239,17 +239,16 @@ func (l *Log) load(opts LogOpenOptions) error {
 		segs = append(segs, seg)
 	}
 	active := segs[len(segs)-1]
-	if err := active.offsetIdx.resize(int64(cfg.SegmentIndexBytes)); err != nil {
-		return err
-	}
-	if err := active.timeIdx.resize(int64(cfg.SegmentIndexBytes)); err != nil {
-		return err
-	}
+	// The active segment's indexes are preallocated at its first append (Kafka's LazyIndex
+	// defers the same work), so a start-up that appends nothing touches no index.
 	active.rollJitterMs = l.rollJitter()
+	var leo int64
 	for _, s := range segs {
-		if err := s.loadTimestamps(); err != nil {
+		next, err := s.loadTimestamps()
+		if err != nil {
 			return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
 		}
+		leo = next // the last segment's next offset is the LEO
 	}
 	// The appender's index counter for the active segment: bytes since its last entry.
 	if n := active.offsetIdx.Entries(); n > 0 {
@@ -257,10 +256,6 @@ func (l *Log) load(opts LogOpenOptions) error {
 		active.bytesSinceLastIndexEntry = active.size.Load() - pos
 	} else {
 		active.bytesSinceLastIndexEntry = active.size.Load()
-	}
-	leo, err := active.readNextOffset()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
 	}
 	l.segs.Store(&segs)
 	l.logEndOffset.Store(leo)
@@ -395,8 +390,10 @@ func (l *Log) recoverSegment(s *Segment, cfg *LogConfig, active bool) (int64, er
 	s.size.Store(validBytes)
 	s.bytesSinceLastIndexEntry = validBytes - lastIndexEntry
 	if active {
+		s.indexesSized = true
 		return truncated, nil // stays preallocated for appends
 	}
+	s.indexesSized = false
 	_ = s.timeIdx.MaybeAppend(s.maxTimestampSoFar.Load(), s.offsetOfMaxTimestampSoFar.Load(), true)
 	if err := s.offsetIdx.trimToValidSize(); err != nil {
 		return 0, err

@@ -88,6 +88,7 @@ type Segment struct {
 
 	// Appender-only.
 	bytesSinceLastIndexEntry int64
+	indexesSized             bool // indexes preallocated for appends
 	rollJitterMs             int64
 	indexIntervalBytes       int64
 }
@@ -125,7 +126,7 @@ type segmentOptions struct {
 // recover to validate it, or loadFromIndexes when it is known good.
 func openSegment(o segmentOptions) (*Segment, error) {
 	s := &Segment{fs: o.fs, dir: o.dir, baseOffset: o.baseOffset, suffix: o.suffix,
-		rollJitterMs: o.rollJitterMs, indexIntervalBytes: int64(o.indexInterval)}
+		rollJitterMs: o.rollJitterMs, indexIntervalBytes: int64(o.indexInterval), indexesSized: o.indexBytes > 0}
 	flag := os.O_RDWR
 	if o.create {
 		flag |= os.O_CREATE
@@ -215,7 +216,7 @@ func (s *Segment) translateOffset(offset, end int64) (bp batchPosition, ok bool,
 // entry then a scan (LogSegment.readNextOffset).
 func (s *Segment) readNextOffset() (int64, error) {
 	end := s.size.Load()
-	_, pos := s.offsetIdx.Lookup(math.MaxInt64)
+	pos := s.lastIndexedPosition()
 	next := s.baseOffset
 	var hdr [recordbatch.HeaderSize]byte
 	for pos < end {
@@ -232,44 +233,70 @@ func (s *Segment) readNextOffset() (int64, error) {
 	return next, nil
 }
 
-// loadTimestamps fills maxTimestampSoFar from the time index's last entry and
-// rollingBasedTimestamp from the first batch (Kafka does this lazily; we do it at open).
-func (s *Segment) loadTimestamps() error {
+// loadTimestamps fills maxTimestampSoFar from the time index's last entry and the batches
+// after the last index entry, rollingBasedTimestamp from the first batch (Kafka loads these
+// lazily), and returns the segment's next offset from the same scan.
+func (s *Segment) loadTimestamps() (int64, error) {
 	if ts, off := s.timeIdx.LastEntry(); ts >= 0 {
 		s.maxTimestampSoFar.Store(ts)
 		s.offsetOfMaxTimestampSoFar.Store(off)
 	}
-	if s.size.Load() == 0 {
-		s.rollingBasedTimestamp.Store(-1)
-		return nil
+	end := s.size.Load()
+	next := s.baseOffset
+	s.rollingBasedTimestamp.Store(-1)
+	if end == 0 {
+		return next, nil
 	}
 	var hdr [recordbatch.HeaderSize]byte
-	b, err := s.readHeader(&hdr, 0, s.size.Load())
-	if err != nil {
-		s.rollingBasedTimestamp.Store(-1)
-		if errors.Is(err, recordbatch.ErrShort) || err == io.EOF {
-			return nil
+	// Batches past the last offset-index entry are the only ones the time index may not
+	// cover: both get entries at the same moments (LogSegment.loadLargestTimestamp).
+	pos := s.lastIndexedPosition()
+	if pos > 0 {
+		b, err := s.readHeader(&hdr, 0, end)
+		if err != nil {
+			if errors.Is(err, recordbatch.ErrShort) || err == io.EOF {
+				return next, nil
+			}
+			return 0, err
 		}
-		return err
+		s.rollingBasedTimestamp.Store(b.MaxTimestamp())
 	}
-	s.rollingBasedTimestamp.Store(b.MaxTimestamp())
-	// The time index may lack the newest batches (entries are sparse): scan past its last
-	// entry so maxTimestampSoFar is right for retention (LogSegment.loadLargestTimestamp).
-	_, lastIdxOff := s.timeIdx.LastEntry()
-	_, pos := s.offsetIdx.Lookup(lastIdxOff)
-	end := s.size.Load()
 	for pos < end {
 		b, err := s.readHeader(&hdr, pos, end)
 		if err != nil {
+			if errors.Is(err, recordbatch.ErrShort) || err == io.EOF {
+				break
+			}
+			return 0, err
+		}
+		if pos+int64(b.BatchLength())+recordbatch.LogOverhead > end {
 			break
+		}
+		if pos == 0 {
+			s.rollingBasedTimestamp.Store(b.MaxTimestamp())
 		}
 		if ts := b.MaxTimestamp(); ts > s.maxTimestampSoFar.Load() {
 			s.maxTimestampSoFar.Store(ts)
 			s.offsetOfMaxTimestampSoFar.Store(b.LastOffset())
 		}
+		next = b.NextOffset()
 		pos += int64(b.BatchLength()) + recordbatch.LogOverhead
 	}
-	return nil
+	return next, nil
+}
+
+// lastIndexedPosition is the position of the last offset-index entry (0 if none), read
+// without mapping the index.
+func (s *Segment) lastIndexedPosition() int64 {
+	n := s.offsetIdx.Entries()
+	if n == 0 {
+		return 0
+	}
+	_, pos, err := s.offsetIdx.Entry(n - 1)
+	if err != nil || pos > s.size.Load() {
+		return 0
+	}
+	return pos
 }
 
 // canConvertToRelativeOffset: offset - base must fit an int32 and be >= 0.
@@ -333,8 +360,21 @@ func (s *Segment) shouldRoll(cfg *LogConfig, messagesSize int64, maxTimestampInM
 		!s.canConvertToRelativeOffset(maxOffsetInMessages)
 }
 
+// sizeIndexes preallocates both indexes to maxBytes before the segment takes appends.
+func (s *Segment) sizeIndexes(maxBytes int32) error {
+	if err := s.offsetIdx.resize(int64(maxBytes)); err != nil {
+		return err
+	}
+	if err := s.timeIdx.resize(int64(maxBytes)); err != nil {
+		return err
+	}
+	s.indexesSized = true
+	return nil
+}
+
 // onBecomeInactive adds the final time index entry and trims the indexes (Kafka: at roll).
 func (s *Segment) onBecomeInactive() error {
+	s.indexesSized = false
 	_ = s.timeIdx.MaybeAppend(s.maxTimestampSoFar.Load(), s.offsetOfMaxTimestampSoFar.Load(), true)
 	if err := s.offsetIdx.trimToValidSize(); err != nil {
 		return err
@@ -365,10 +405,7 @@ func (s *Segment) truncateTo(offset int64, maxIndexBytes int32) (int64, error) {
 	}
 	s.offsetIdx.TruncateTo(offset)
 	s.timeIdx.TruncateTo(offset)
-	if err := s.offsetIdx.resize(int64(maxIndexBytes)); err != nil {
-		return 0, err
-	}
-	if err := s.timeIdx.resize(int64(maxIndexBytes)); err != nil {
+	if err := s.sizeIndexes(maxIndexBytes); err != nil {
 		return 0, err
 	}
 	if !ok {
@@ -389,7 +426,7 @@ func (s *Segment) truncateTo(offset int64, maxIndexBytes int32) (int64, error) {
 	// Reload the max timestamp from what is left.
 	s.maxTimestampSoFar.Store(-1)
 	s.offsetOfMaxTimestampSoFar.Store(s.baseOffset)
-	if err := s.loadTimestamps(); err != nil {
+	if _, err := s.loadTimestamps(); err != nil {
 		return 0, err
 	}
 	return old - bp.pos, nil
@@ -458,13 +495,4 @@ func (s *Segment) deleteFiles() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// files lists the segment's existing file paths.
-func (s *Segment) files() []string {
-	out := []string{s.logPath(), s.indexPath(), s.timePath()}
-	if _, err := s.fs.Stat(TxnIndexFileName(s.dir, s.baseOffset) + s.suffix); err == nil {
-		out = append(out, TxnIndexFileName(s.dir, s.baseOffset)+s.suffix)
-	}
-	return out
 }
