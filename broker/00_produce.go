@@ -137,6 +137,17 @@ func setProduceError(p *kmsg.ProduceResponseTopicPartition, version int16, err e
 	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
 	if version >= 8 {
 		p.ErrorMessage = ErrorMessage(err)
+		// Per-record errors (KIP-467), from the log's RecordValidationException.
+		var rve *logstore.RecordValidationError
+		if errors.As(err, &rve) {
+			for _, r := range rve.Records {
+				er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				er.RelativeOffset = r.BatchIndex
+				msg := r.Message
+				er.ErrorMessage = &msg
+				p.ErrorRecords = append(p.ErrorRecords, er)
+			}
+		}
 	}
 }
 

@@ -73,6 +73,9 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition = rp.Partition
+			// Kafka sends empty (never null) records for every partition, errors included;
+			// librdkafka rejects a null MessageSet.
+			p.RecordBatches = []byte{}
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 			if !known {
 				p.ErrorCode = kerr.UnknownTopicID.Code

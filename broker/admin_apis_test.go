@@ -124,6 +124,22 @@ func init() {
 			notController(r.(*kmsg.AlterPartitionResponse).ErrorCode, t)
 		},
 	}
+	requestBuilders[43] = requestBuilder{
+		build: func(e *dataEnv, v int16) kmsg.Request {
+			req := kmsg.NewPtrElectLeadersRequest()
+			t := kmsg.NewElectLeadersRequestTopic()
+			t.Topic, t.Partitions = "rt", []int32{0}
+			req.Topics, req.TimeoutMillis = []kmsg.ElectLeadersRequestTopic{t}, 100
+			return req
+		},
+		check: func(t *testing.T, r kmsg.Response) {
+			resp := r.(*kmsg.ElectLeadersResponse)
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("ElectLeaders response %+v", resp)
+			}
+			notController(resp.Topics[0].Partitions[0].ErrorCode, t)
+		},
+	}
 	requestBuilders[19] = requestBuilder{
 		build: func(e *dataEnv, v int16) kmsg.Request {
 			req := kmsg.NewPtrCreateTopicsRequest()
@@ -204,5 +220,17 @@ func init() {
 				t.Fatalf("DescribeCluster response %+v", resp)
 			}
 		},
+	}
+}
+
+// The admin and controller-facing keys at Kafka 3.7's ranges (protocol.md §3).
+func TestAdminRegistryMatchesKafka37Ranges(t *testing.T) {
+	want := map[int16][2]int16{4: {0, 7}, 5: {0, 4}, 6: {0, 8}, 7: {0, 3}, 19: {0, 7},
+		20: {0, 6}, 32: {0, 4}, 37: {0, 3}, 43: {0, 2}, 56: {0, 3}, 60: {0, 1}}
+	for key, r := range want {
+		minV, maxV, ok := SupportedVersions(key)
+		if !ok || minV != r[0] || maxV != r[1] {
+			t.Errorf("key %d: got [%d, %d] ok=%v, want %v", key, minV, maxV, ok, r)
+		}
 	}
 }

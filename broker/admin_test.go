@@ -574,3 +574,27 @@ func TestValidateTopicName(t *testing.T) {
 		t.Error("apiError does not unwrap to its code")
 	}
 }
+
+func TestElectLeaders(t *testing.T) {
+	b := startTestBroker(t, testChroot(t), nil)
+	waitController(t, b)
+	tc := adminDial(t, b.Addr("PLAINTEXT"))
+	resp := tc.request(adminCreateTopicsReq(10000, false, adminTopic("elect", 1, 1)), 7).(*kmsg.CreateTopicsResponse)
+	adminWantCode(t, "create", resp.Topics[0].ErrorCode, nil)
+
+	req := kmsg.NewPtrElectLeadersRequest()
+	et := kmsg.NewElectLeadersRequestTopic()
+	et.Topic, et.Partitions = "elect", []int32{0, 7}
+	req.Topics, req.TimeoutMillis = []kmsg.ElectLeadersRequestTopic{et}, 5000
+	eresp := tc.request(req, 2).(*kmsg.ElectLeadersResponse)
+	got := map[int32]int16{}
+	for _, tp := range eresp.Topics {
+		for _, p := range tp.Partitions {
+			got[p.Partition] = p.ErrorCode
+		}
+	}
+	// The preferred replica already leads partition 0; partition 7 does not exist.
+	if got[0] != kerr.ElectionNotNeeded.Code || got[7] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("ElectLeaders results %v", got)
+	}
+}

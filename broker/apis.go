@@ -41,7 +41,9 @@ import (
 
 // Handler serves one decoded request. The SocketServer calls it from the connection's
 // goroutine, one request at a time per connection. A nil response with a nil error means
-// "send nothing" (acks=0 produce); an error closes the connection.
+// "send nothing" (acks=0 produce); an error closes the connection. The request's byte
+// slices (produce records...) alias the connection's read buffer, which is reused for the
+// next request: copy what must outlive Handle.
 type Handler interface {
 	Handle(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
 }

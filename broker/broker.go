@@ -8,12 +8,12 @@ package broker
 //           ReplicaManager, MetadataCache, KafkaApis → bind every listener (port 0 binds a
 //           free port) and serve → register /brokers/ids/<id> with the bound ports (its
 //           czxid is the broker epoch) → controller election loop.
-// Shutdown: controlled shutdown (ask the controller to move our leaderships, if
-//           controlled.shutdown.enable) → controller → stop accepting and close connections → LogManager (flush,
-//           checkpoints, clean-shutdown marker) → close the ZooKeeper session (the ephemeral
-//           registration goes at once). Idempotent; waits for every goroutine. Kafka stops
-//           its controller after the LogManager; samsa stops it first so it sends nothing to
-//           listeners that are closing.
+// Shutdown: controlled shutdown (if controlled.shutdown.enable, the controller moves our
+//           leaderships away) → controller → stop accepting and close connections →
+//           ReplicaManager → LogManager (flush, checkpoints, clean-shutdown marker) → close
+//           the ZooKeeper session (the ephemeral registration goes at once). Idempotent;
+//           waits for every goroutine. Kafka stops its controller after the LogManager;
+//           samsa stops it first so it sends nothing to listeners that are closing.
 //
 // After a ZooKeeper session expiry the broker re-registers under the new session
 // (KafkaServer's ZK state-change handler); the controller re-elects on its own.
@@ -59,7 +59,7 @@ type Broker struct {
 
 	mu struct {
 		sync.Mutex
-		started  bool
+		starting chan struct{} // closed when Start returned
 		stopping chan struct{} // closed when Shutdown finished
 	}
 
@@ -172,15 +172,16 @@ func (b *Broker) Metadata() *MetadataCache { return b.metadata }
 // error everything started so far is stopped again.
 func (b *Broker) Start(ctx context.Context) error {
 	b.mu.Lock()
-	if b.mu.started {
+	if b.mu.starting != nil || b.mu.stopping != nil {
 		b.mu.Unlock()
-		return errors.New("broker: already started")
+		return errors.New("broker: already started or shut down")
 	}
-	b.mu.started = true
+	b.mu.starting = make(chan struct{})
+	defer close(b.mu.starting)
 	b.mu.Unlock()
 
 	if err := b.start(ctx); err != nil {
-		b.Shutdown()
+		b.shutdown()
 		return err
 	}
 	return nil
@@ -300,7 +301,11 @@ func (b *Broker) start(ctx context.Context) error {
 		NumPartitions:               cfg.NumPartitions,
 		UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable,
 		DisableTopicDeletion:        !cfg.DeleteTopicEnable,
-		Log:                         log,
+		DisableAutoLeaderRebalance:  !propBool(props, "auto.leader.rebalance.enable", true),
+		LeaderImbalanceCheckInterval: time.Duration(propInt(props, "leader.imbalance.check.interval.seconds", 300)) *
+			time.Second,
+		LeaderImbalancePerBrokerPercentage: int(propInt(props, "leader.imbalance.per.broker.percentage", 10)),
+		Log:                                log,
 	}, zk)
 	b.admin = &adminState{cfg: cfg, brokerID: b.brokerID, zk: zk, ctrl: b.ctrl, controller: b.ctrl, metadata: b.metadata,
 		log: log.WithField("component", "admin")}
@@ -458,10 +463,22 @@ func (b *Broker) fail(err error) {
 }
 
 // Shutdown stops the broker and waits for its goroutines. Safe to call more than once and
-// concurrently (later callers wait for the first), and after a failed Start. If ZooKeeper
+// concurrently (later callers wait for the first), during Start (it waits for Start to
+// return), after a failed Start, and without Start. If ZooKeeper
 // is unreachable, a stage stuck in a ZooKeeper call (zkmeta retries until reconnected, as
 // Kafka does) is released after zookeeper.session.timeout.ms by closing the session early.
 func (b *Broker) Shutdown() {
+	// A Start in progress finishes first (cancel its ctx to cut it short).
+	b.mu.Lock()
+	starting := b.mu.starting
+	b.mu.Unlock()
+	if starting != nil {
+		<-starting
+	}
+	b.shutdown()
+}
+
+func (b *Broker) shutdown() {
 	b.mu.Lock()
 	if b.mu.stopping != nil {
 		ch := b.mu.stopping
@@ -501,6 +518,10 @@ func (b *Broker) Shutdown() {
 		b.runCancel()
 	}
 	b.wg.Wait()
+	// ReplicaManager: parked produce/fetch waiters fail fast.
+	if b.replicas != nil {
+		b.replicas.Shutdown()
+	}
 	// LogManager: flush, checkpoints, clean-shutdown marker.
 	if b.logs != nil {
 		if err := b.logs.Shutdown(); err != nil {

@@ -254,6 +254,15 @@ func TestBrokerStartFailsCleanly(t *testing.T) {
 		t.Fatal("Start succeeded on a taken port")
 	}
 	b.Shutdown()
+	if err := b.Start(ctx); err == nil {
+		t.Fatal("Start after Shutdown succeeded")
+	}
+	// Shutdown without Start is harmless too.
+	nb, err := New(cfg, adminLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb.Shutdown()
 	// The log dir lock is released: another broker can use the same dir.
 	b2 := startTestBroker(t, chroot, map[string]string{"log.dirs": cfg.LogDirs[0]})
 	_ = b2

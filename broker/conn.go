@@ -239,7 +239,7 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 	log.Debug("connection accepted")
 	var (
 		sizeBuf [4]byte
-		out     []byte
+		reuse   []byte // last frame's buffer: requests do not outlive Handle
 		connLog = log
 		lastCID *string
 	)
@@ -265,10 +265,13 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 			return
 		}
 		c.SetReadDeadline(time.Now().Add(idle))
-		body, err := readBody(c, size)
+		body, err := readBody(c, size, reuse)
 		if err != nil {
 			log.WithError(err).Debug("connection closed mid-request")
 			return
+		}
+		if cap(body) <= maxReusedFrame {
+			reuse = body
 		}
 		received := time.Now()
 
@@ -276,7 +279,7 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 		if err != nil {
 			if errors.Is(err, errUnsupportedVer) && h.key == 18 {
 				// Kafka answers any ApiVersions version, so that a newer client learns ours.
-				out = appendResponse(out[:0], h.correlationID, unsupportedApiVersionsResponse())
+				out := appendResponse(nil, h.correlationID, unsupportedApiVersionsResponse())
 				c.SetWriteDeadline(time.Now().Add(idle))
 				if _, err := c.Write(out); err != nil {
 					return
@@ -321,15 +324,32 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 		if resp == nil { // acks=0 produce
 			continue
 		}
-		out = appendResponse(out[:0], h.correlationID, resp)
+		out := appendResponse(getResponseBuf(), h.correlationID, resp)
 		c.SetWriteDeadline(time.Now().Add(idle))
-		if _, err := c.Write(out); err != nil {
+		_, err = c.Write(out)
+		putResponseBuf(out) // shared, so an idle connection pins no response memory
+		if err != nil {
 			connLog.WithError(err).Debug("response write failed")
 			return
 		}
-		if cap(out) > 1<<20 { // don't pin a large fetch response's buffer per idle connection
-			out = nil
-		}
+	}
+}
+
+// Response buffers are shared through a pool: busy fetch connections reuse them instead of
+// allocating megabytes per response, and idle connections hold none.
+var responseBufs sync.Pool // of *[]byte
+
+func getResponseBuf() []byte {
+	if p, ok := responseBufs.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+func putResponseBuf(b []byte) {
+	if cap(b) <= 64<<20 { // don't keep outliers
+		b = b[:0]
+		responseBufs.Put(&b)
 	}
 }
 
@@ -347,13 +367,21 @@ func (s *SocketServer) handle(ctx context.Context, rc *RequestContext, req kmsg.
 	return s.h.Handle(ctx, rc, req)
 }
 
-// readBody reads a size-byte frame body. Large frames grow as bytes arrive rather than
-// being allocated up front, so a client that announces 100 MiB and sends 3 bytes costs
-// little.
-func readBody(r io.Reader, size int32) ([]byte, error) {
-	const direct = 1 << 20
+// maxReusedFrame bounds the per-connection request buffer kept between requests.
+const maxReusedFrame = 1 << 20
+
+// readBody reads a size-byte frame body into buf if it fits. Frames above 1 MiB grow as
+// bytes arrive rather than being allocated up front, so a client that announces 100 MiB
+// and sends 3 bytes costs little.
+func readBody(r io.Reader, size int32, buf []byte) ([]byte, error) {
+	const direct = maxReusedFrame
 	if size <= direct {
-		body := make([]byte, size)
+		var body []byte
+		if int(size) <= cap(buf) {
+			body = buf[:size]
+		} else {
+			body = make([]byte, size)
+		}
 		_, err := io.ReadFull(r, body)
 		return body, err
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -348,11 +349,11 @@ func TestSocketServerCloseWaitsForConnections(t *testing.T) {
 
 func TestReadBodyGrowsLargeFrames(t *testing.T) {
 	// A client announcing more than 1 MiB and sending less gets an error, not a full allocation.
-	_, err := readBody(bytes.NewReader(make([]byte, 10)), 50<<20)
+	_, err := readBody(bytes.NewReader(make([]byte, 10)), 50<<20, nil)
 	if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		t.Fatalf("err = %v", err)
 	}
-	b, err := readBody(bytes.NewReader(make([]byte, 3<<20)), 3<<20)
+	b, err := readBody(bytes.NewReader(make([]byte, 3<<20)), 3<<20, nil)
 	if err != nil || len(b) != 3<<20 {
 		t.Fatalf("len %d err %v", len(b), err)
 	}
@@ -371,4 +372,36 @@ func TestSocketServerClosesIdleConnections(t *testing.T) {
 	if !e.logW.contains("closing idle connection") {
 		t.Error("no log line for the idle close")
 	}
+}
+
+// panicOnMetadata is a Handler with a bug: it panics on Metadata.
+type panicOnMetadata struct{ next Handler }
+
+func (p panicOnMetadata) Handle(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error) {
+	if req.Key() == 3 {
+		panic("boom")
+	}
+	return p.next.Handle(ctx, rc, req)
+}
+
+func TestSocketServerSurvivesHandlerPanic(t *testing.T) {
+	e := newDataEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSocketServer(l, "PLAINTEXT", panicOnMetadata{e.apis}, 1<<20, e.log)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background()) }()
+	defer func() { s.Close(); <-done }()
+
+	tc := dialTest(t, l.Addr().String())
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(12)
+	tc.write(encodeFrame(meta, 1))
+	tc.expectClosed()
+	if !e.logW.contains("request handler panicked", "boom") {
+		t.Error("no log line for the panic")
+	}
+	checkServing(t, l.Addr().String())
 }

@@ -106,7 +106,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 	}
 	// At the HW: empty, no error.
 	p = e.fetch(fetchReq(12, 0, 1, 1<<20, "rt", map[int32]int64{0: 9}, 1<<20)).Topics[0].Partitions[0]
-	if p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+	if p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.RecordBatches == nil { // empty, never null (librdkafka)
 		t.Fatalf("fetch at HW: %+v", p)
 	}
 	// read_committed: LSO = HW and an empty aborted-transactions list.
@@ -213,6 +213,18 @@ func TestProduceAcksAllWaitsForHighWatermark(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool { return l.LogEndOffset() == 4 })
 	if l.HighWatermark() != 0 {
 		t.Fatalf("HW %d before the follower fetched", l.HighWatermark())
+	}
+	// Consumers see nothing above the HW; a follower reads up to the LEO.
+	if p := e.fetch(fetchReq(12, 0, 1, 1<<20, "r2", map[int32]int64{0: 0}, 1<<20)).Topics[0].Partitions[0]; len(p.RecordBatches) != 0 || p.HighWatermark != 0 {
+		t.Fatalf("consumer fetch above HW: %+v", p)
+	}
+	fr0 := e.rm.FetchMessages(context.Background(), FetchParams{ReplicaID: 2, MaxBytes: 1 << 20},
+		[]FetchPartitionRequest{{TP: tp, FetchOffset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}})
+	if fr0[0].Err != nil || fr0[0].Records.Size == 0 {
+		t.Fatalf("follower fetch: %+v", fr0[0])
+	}
+	if l.HighWatermark() != 0 {
+		t.Fatalf("HW %d moved on a follower fetch at offset 0", l.HighWatermark())
 	}
 	fr := e.rm.FetchMessages(context.Background(), FetchParams{ReplicaID: 2, MaxBytes: 1 << 20},
 		[]FetchPartitionRequest{{TP: tp, FetchOffset: 4, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}})
@@ -356,7 +368,7 @@ func TestFetchLimits(t *testing.T) {
 	}
 	// Offset out of range: error and -1 offsets.
 	p := e.fetch(fetchReq(12, 0, 1, 1<<20, "big", map[int32]int64{0: 99, 1: 0}, 1<<20)).Topics[0].Partitions[0]
-	if p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != -1 {
+	if p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != -1 || p.RecordBatches == nil {
 		t.Fatalf("out of range: %+v", p)
 	}
 }
@@ -555,5 +567,32 @@ func TestConcurrentProducersAndFetchers(t *testing.T) {
 	}
 	if len(seen) != producers*each {
 		t.Fatalf("%d distinct offsets", len(seen))
+	}
+}
+
+func TestProduceMessageTooLarge(t *testing.T) {
+	e := newDataEnv(t)
+	e.cfg.Props["message.max.bytes"] = "2000"
+	e.createTopic("small", 1)
+	if p := e.produce(produceReq(9, 1, 1000, "small", 0, valuesBatch(1, 5000))); p.ErrorCode != kerr.MessageTooLarge.Code {
+		t.Fatalf("5000-byte batch with message.max.bytes=2000: %+v", p)
+	}
+	if p := e.produce(produceReq(9, 1, 1000, "small", 0, valuesBatch(1, 500))); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("small batch after a rejected one: %+v", p)
+	}
+}
+
+func TestProduceRecordErrors(t *testing.T) {
+	e := newDataEnv(t)
+	e.cfg.Props["log.message.timestamp.difference.max.ms"] = "60000"
+	e.createTopic("ts", 1)
+	now := time.Now().UnixMilli()
+	b := makeBatch(now, testRecord{value: []byte("ok")}, testRecord{value: []byte("old"), tsDelta: -3600_000})
+	p := e.produce(produceReq(9, 1, 1000, "ts", 0, b))
+	if p.ErrorCode != kerr.InvalidTimestamp.Code || len(p.ErrorRecords) != 1 || p.ErrorRecords[0].RelativeOffset != 1 || p.ErrorMessage == nil {
+		t.Fatalf("record errors: %+v", p)
+	}
+	if p := e.produce(produceReq(7, 1, 1000, "ts", 0, b)); p.ErrorCode != kerr.InvalidTimestamp.Code || len(p.ErrorRecords) != 0 {
+		t.Fatalf("v7 has no record errors: %+v", p)
 	}
 }

@@ -2,11 +2,14 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -102,4 +105,44 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	for i, s := range fuzzSeeds()[len(fuzzSeeds())-5:] {
 		write(fmt.Sprintf("malformed-%d", i), s)
 	}
+}
+
+// FuzzRequestHandle sends whatever decodes to the real handlers (a data env with a topic,
+// no ZooKeeper): no input may panic a handler or make it return a response of another
+// key or version. Requests are cut short after 100 ms (fetch max wait, acks=all).
+func FuzzRequestHandle(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
+	e := newDataEnv(f)
+	e.createTopic("rt", 2)
+	e.log.Logger.SetLevel(logrus.PanicLevel)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h, req, err := parseRequest(body)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		rc := &RequestContext{ClientID: clientIDString(h.clientID), CorrelationID: h.correlationID, APIKey: h.key,
+			APIVersion: h.version, ListenerName: "PLAINTEXT", Received: time.Now(), Log: e.log}
+		var resp kmsg.Response
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			resp, err = e.apis.Handle(ctx, rc, req)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s v%d still running 5 s after a 100 ms deadline: %+v", kmsg.NameForKey(h.key), h.version, req)
+		}
+		if err != nil || resp == nil {
+			return // closing the connection is a valid answer (acks=0)
+		}
+		if resp.Key() != h.key || resp.GetVersion() != h.version {
+			t.Fatalf("%s v%d answered with key %d v%d", kmsg.NameForKey(h.key), h.version, resp.Key(), resp.GetVersion())
+		}
+		_ = appendResponse(nil, h.correlationID, resp)
+	})
 }

@@ -127,6 +127,17 @@ func TestMetadata(t *testing.T) {
 	if p := e.metadata(5, false, "b").Topics[0].Partitions[0]; p.ErrorCode != kerr.LeaderNotAvailable.Code {
 		t.Fatalf("v5 listener not found: %+v", p)
 	}
+	// v0 lists only reachable replicas and flags the missing ones.
+	if p := e.metadata(0, false, "a").Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.Replicas) != 1 {
+		t.Fatalf("v0 healthy: %+v", p)
+	}
+	e.leaderAndIsr("a", testBrokerID, []int32{testBrokerID, 2})
+	if p := e.metadata(0, false, "a").Topics[0].Partitions[0]; p.ErrorCode != kerr.ReplicaNotAvailable.Code || len(p.Replicas) != 1 {
+		t.Fatalf("v0 with a replica on a broker without our listener: %+v", p)
+	}
+	if p := e.metadata(1, false, "a").Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.Replicas) != 2 {
+		t.Fatalf("v1 lists every replica: %+v", p)
+	}
 	if r := e.metadata(12, false, "b"); len(r.Brokers) != 1 {
 		t.Fatalf("brokers without our listener must be left out: %+v", r.Brokers)
 	}
@@ -192,8 +203,16 @@ func TestLeaderAndIsrFencing(t *testing.T) {
 	if r := send(2, 3, []int32{5}); r.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("not a replica: %+v", r)
 	}
+	var hookLeaders []logstore.TopicPartition
+	e.rm.OnLeadershipChange(func(leaders, followers []logstore.TopicPartition) {
+		hookLeaders = append(hookLeaders, leaders...)
+		e.rm.ControllerEpoch() // the hook runs without ReplicaManager locks held
+	})
 	if r := send(2, 3, []int32{1}); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("newer epoch: %+v", r)
+	}
+	if len(hookLeaders) != 1 || hookLeaders[0].Topic != "f" {
+		t.Fatalf("leadership hook got %v", hookLeaders)
 	}
 	p, _ := e.rm.Partition(logstore.TopicPartition{Topic: "f", Partition: 0})
 	if st := p.State(); st.LeaderEpoch != 3 || !st.IsLeader {

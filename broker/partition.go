@@ -121,8 +121,11 @@ func (p *Partition) makeLeader(s partitionStateChange, l *logstore.Log) bool {
 	p.setStateLocked(s, l)
 	leo := l.LogEndOffset()
 	p.mu.leaderEpochStartOffset = leo
-	// Kafka also records (leaderEpoch, LEO) in the leader-epoch cache here
-	// (maybeAssignEpochStartOffset); logstore assigns it on the first append for now.
+	// The new epoch starts at the LEO even before anything is appended in it, so
+	// OffsetsForLeaderEpoch and follower truncation see it (maybeAssignEpochStartOffset).
+	if err := l.MaybeAssignEpochStartOffset(s.leaderEpoch, leo); err != nil {
+		p.log.WithError(err).WithField("leader_epoch", s.leaderEpoch).Warn("could not record the leader epoch start offset")
+	}
 	// Reset followers' state: their LEO is unknown until they fetch from this leader.
 	remotes := map[int32]*replicaState{}
 	now := p.now()

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -59,6 +60,16 @@ type ReplicaManager struct {
 
 	mu         sync.RWMutex
 	partitions map[logstore.TopicPartition]*Partition
+
+	leadershipHook atomic.Pointer[func(leaders, followers []logstore.TopicPartition)]
+}
+
+// OnLeadershipChange registers fn to be called after every LeaderAndIsr with the partitions
+// this broker just became leader and follower of (KafkaApis' onLeadershipChange callback:
+// the group coordinator loads or unloads __consumer_offsets partitions). fn runs on the
+// request's goroutine with no ReplicaManager lock held; it must not block for long.
+func (rm *ReplicaManager) OnLeadershipChange(fn func(leaders, followers []logstore.TopicPartition)) {
+	rm.leadershipHook.Store(&fn)
 }
 
 // NewReplicaManager returns a ReplicaManager hosting no partitions; LeaderAndIsr adds them.
@@ -156,9 +167,7 @@ func (rm *ReplicaManager) MaybeUpdateMetadataCache(req *kmsg.UpdateMetadataReque
 		return nil, fmt.Errorf("UpdateMetadata epoch %d < %d: %w", req.ControllerEpoch, rm.controllerEpoch, ErrStaleControllerEpoch)
 	}
 	rm.controllerEpoch = req.ControllerEpoch
-	deleted := rm.cfg.Metadata.UpdateMetadata(req)
-	// A partition whose leader is now known may have produce waiters to fail fast.
-	return deleted, nil
+	return rm.cfg.Metadata.UpdateMetadata(req), nil
 }
 
 // BecomeLeaderOrFollower (ReplicaManager.becomeLeaderOrFollower) applies a LeaderAndIsr
@@ -214,6 +223,12 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 		errs[i] = make([]int16, len(topics[i].parts))
 	}
 
+	var leaders, followers []logstore.TopicPartition
+	defer func() { // after stateMu is released (deferred earlier = runs later)
+		if fn := rm.leadershipHook.Load(); fn != nil && (len(leaders) > 0 || len(followers) > 0) {
+			(*fn)(leaders, followers)
+		}
+	}()
 	rm.stateMu.Lock()
 	defer rm.stateMu.Unlock()
 	slog := rm.stateLog.WithFields(logrus.Fields{"controller_id": req.ControllerID, "controller_epoch": req.ControllerEpoch})
@@ -256,9 +271,11 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 				partitionEpoch: ps.ZKVersion, isr: ps.ISR, replicas: ps.Replicas, adding: ps.AddingReplicas,
 				removing: ps.RemovingReplicas, topicID: t.topicID}
 			if ps.Leader == rm.cfg.BrokerID {
+				leaders = append(leaders, tp)
 				p.makeLeader(s, l)
 				plog.WithFields(logrus.Fields{"log_end_offset": l.LogEndOffset(), "high_watermark": l.HighWatermark()}).Info("became leader")
 			} else {
+				followers = append(followers, tp)
 				p.makeFollower(s, l)
 				plog.Info("became follower")
 			}

@@ -23,13 +23,13 @@ func (controlledShutdownEvent) String() string { return "ControlledShutdown" }
 
 // ControlledShutdown handles a broker's ControlledShutdown request on the controller broker,
 // in order with the other controller events. A broker that is not the active controller
-// answers NOT_CONTROLLER.
+// answers STALE_CONTROLLER_EPOCH, as Kafka's doControlledShutdown does (ControllerMovedException).
 func (c *Controller) ControlledShutdown(ctx context.Context, req *kmsg.ControlledShutdownRequest) *kmsg.ControlledShutdownResponse {
 	c.mu.Lock()
 	loop := c.mu.loop
 	c.mu.Unlock()
-	if loop == nil || !c.active.Load() {
-		return controlledShutdownError(req, kerr.NotController.Code)
+	if loop == nil || !c.IsActive() {
+		return controlledShutdownError(req, kerr.StaleControllerEpoch.Code)
 	}
 	reply := make(chan *kmsg.ControlledShutdownResponse, 1)
 	loop.queue.put(controlledShutdownEvent{req: req, reply: reply})
@@ -41,7 +41,7 @@ func (c *Controller) ControlledShutdown(ctx context.Context, req *kmsg.Controlle
 		case resp := <-reply:
 			return resp
 		default:
-			return controlledShutdownError(req, kerr.NotController.Code)
+			return controlledShutdownError(req, kerr.StaleControllerEpoch.Code)
 		}
 	case <-ctx.Done():
 		return controlledShutdownError(req, kerr.RequestTimedOut.Code)
@@ -108,7 +108,12 @@ func (l *eventLoop) onControlledShutdown(req *kmsg.ControlledShutdownRequest) (*
 
 	resp := kmsg.NewPtrControlledShutdownResponse()
 	resp.SetVersion(req.GetVersion())
+	// replicatedPartitionsBrokerLeads: RF 1 partitions (left offline) and topics queued for
+	// deletion do not hold a shutdown back.
 	for _, tp := range l.ctx.partitionsLedBy(id) {
+		if len(l.ctx.replicas(tp)) <= 1 || l.ctx.topicsToDelete[tp.Topic] {
+			continue
+		}
 		resp.PartitionsRemaining = append(resp.PartitionsRemaining, kmsg.ControlledShutdownResponsePartitionsRemaining{Topic: tp.Topic, Partition: tp.Partition})
 	}
 	return resp, nil

@@ -76,8 +76,9 @@ type Controller struct {
 	dial dialFunc
 	log  *logrus.Entry
 
-	active atomic.Bool
-	epoch  atomic.Int32
+	active  atomic.Bool
+	epoch   atomic.Int32
+	session atomic.Int64 // the ZooKeeper session of the current term
 
 	mu struct {
 		sync.Mutex
@@ -95,8 +96,12 @@ func newController(cfg Config, zk electionStore, dial dialFunc) *Controller {
 	return &Controller{cfg: cfg, zk: zk, dial: dial, log: cfg.Log}
 }
 
-// IsActive reports whether this broker is the active controller.
-func (c *Controller) IsActive() bool { return c.active.Load() }
+// IsActive reports whether this broker is the active controller: a term is running and
+// the ZooKeeper session it was elected in is still there (a controller that lost its
+// session stops acting at once, even before its loop has resigned).
+func (c *Controller) IsActive() bool {
+	return c.active.Load() && c.zk.SessionID() == c.session.Load()
+}
 
 // Epoch is the controller epoch of the current (or last) term; 0 before the first.
 func (c *Controller) Epoch() int32 { return c.epoch.Load() }
@@ -156,6 +161,7 @@ func (c *Controller) lead(ctx context.Context, epoch, epochZkVersion int32, sess
 	channels := newChannelManager(c.cfg.BrokerID, c.cfg.InterBrokerListenerName, c.cfg.SocketTimeout, c.cfg.RetryBackoff, c.dial, c.log)
 	loop := newEventLoop(c.cfg, c.zk, channels, epoch, epochZkVersion, termCtx)
 	c.epoch.Store(epoch)
+	c.session.Store(loop.session)
 	c.mu.Lock()
 	c.mu.loop = loop
 	c.mu.Unlock()
@@ -181,7 +187,7 @@ func (c *Controller) lead(ctx context.Context, epoch, epochZkVersion int32, sess
 		}
 	}
 	c.log.WithError(err).WithField("controller_epoch", epoch).Info("resigned as controller")
-	return ctx.Err() == nil && !errors.Is(err, errControllerChanged) &&
+	return ctx.Err() == nil && !errors.Is(err, errControllerChanged) && !errors.Is(err, errSessionLost) &&
 		!errors.Is(err, zkmeta.ErrControllerMoved) && !errors.Is(err, zkmeta.ErrSessionExpired)
 }
 
@@ -192,7 +198,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitio
 	c.mu.Lock()
 	loop := c.mu.loop
 	c.mu.Unlock()
-	if loop == nil || !c.active.Load() {
+	if loop == nil || !c.IsActive() {
 		return alterPartitionError(req, notControllerCode)
 	}
 	reply := make(chan *kmsg.AlterPartitionResponse, 1)

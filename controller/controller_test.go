@@ -18,6 +18,13 @@ func TestInactiveControllerAnswersNotController(t *testing.T) {
 	if resp := c.AlterPartition(context.Background(), req); resp.ErrorCode != kerr.NotController.Code || resp.GetVersion() != 3 {
 		t.Fatalf("error code %d v%d, want NOT_CONTROLLER v3", resp.ErrorCode, resp.GetVersion())
 	}
+	// ControlledShutdown on a broker that is not the controller: Kafka's doControlledShutdown
+	// throws ControllerMovedException, STALE_CONTROLLER_EPOCH on the wire.
+	cs := kmsg.NewPtrControlledShutdownRequest()
+	cs.SetVersion(3)
+	if resp := c.ControlledShutdown(context.Background(), cs); resp.ErrorCode != kerr.StaleControllerEpoch.Code {
+		t.Fatalf("ControlledShutdown error code %d, want STALE_CONTROLLER_EPOCH", resp.ErrorCode)
+	}
 }
 
 func TestConfigDefaults(t *testing.T) {

@@ -17,6 +17,7 @@
 //	controlled_shutdown.go  ControlledShutdown (doControlledShutdown) and the shutting-down broker set
 //	preferred_election.go   preferred-replica election, auto leader rebalance, ElectLeaders
 //	assignment.go       AdminUtils.assignReplicasToBrokers (used by the brokers' CreateTopics/CreatePartitions)
+//	session_guard.go    a term writes only in the ZooKeeper session it was elected in
 //
 // Model (etcd raft's Ready idea): ZooKeeper watches and requests only enqueue events; one
 // goroutine processes them in order. A handler reads what it needs from ZooKeeper into the
@@ -24,6 +25,12 @@
 // state writes to make, performs them (each fenced by /controller_epoch's zkVersion: a deposed
 // controller's write fails with zkmeta.ErrControllerMoved and the term ends), and queues the
 // resulting requests per broker. testdata/ holds scripted step tests of this loop.
+//
+// A term ends when its ZooKeeper session does: the loop checks the session before every
+// event and every write is refused once the client has a new session, so a controller that
+// was paused or partitioned past its session timeout changes nothing when it wakes. Malformed
+// JSON in a topic or partition state znode is logged with its path and that topic is left
+// out of the context (skipped) until its znodes change or the next failover.
 //
 // Not yet: partition reassignment (API 45 and /admin/reassign_partitions), the legacy
 // /admin/preferred_replica_election znode, log-dir failure and ISR-change notifications

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/zkmeta"
@@ -38,6 +39,9 @@ type store interface {
 	DeleteTopicDeletionMarker(name string, ctrlEpochZkVersion int32) error
 	DeleteTopicZNodes(name string, ctrlEpochZkVersion int32) error
 	EnsureFeatureZNode() (zkmeta.FeatureZNode, error)
+	// SessionID is the current ZooKeeper session (0 while expired): a term belongs to the
+	// session it was elected in.
+	SessionID() int64
 }
 
 // maxElectionAttempts bounds the re-read-and-retry rounds after BADVERSION conflicts.
@@ -67,6 +71,15 @@ type eventLoop struct {
 	dataWatches    map[string]bool
 	rebalanceTimer *time.Timer   // next auto leader rebalance check; stopped when the term ends
 	done           chan struct{} // closed when the term has ended (events still queued are dropped)
+	// session is the ZooKeeper session this term was elected in. Once it is gone the term
+	// ends before the next event or write (Kafka blocks the new session until its Expire
+	// event resigned the controller): nothing is done on a later session.
+	session int64
+}
+
+// checkSession fails once the term's session is gone (expired, or replaced by a new one).
+func (l *eventLoop) checkSession() error {
+	return sessionGuard{l.zk, l.session}.check()
 }
 
 // stopTimers stops the term's timers (after run returned).
@@ -78,14 +91,16 @@ func (l *eventLoop) stopTimers() {
 
 func newEventLoop(cfg Config, zk store, channels brokerChannels, epoch, epochZkVersion int32, watchCtx context.Context) *eventLoop {
 	log := cfg.Log.WithField("controller_epoch", epoch)
+	session := zk.SessionID()
 	return &eventLoop{
-		cfg: cfg, zk: zk, channels: channels,
+		cfg: cfg, zk: sessionGuard{zk, session}, channels: channels,
 		ctx:      newControllerContext(epoch, epochZkVersion),
 		queue:    newEventQueue(),
 		log:      log,
 		stateLog: log.WithField("component", "state.change"),
 		watchCtx: watchCtx,
 		done:     make(chan struct{}),
+		session:  session,
 
 		dataWatches: map[string]bool{},
 	}
@@ -115,8 +130,33 @@ func (l *eventLoop) watch(ch <-chan zkmeta.Event, ev event) {
 // run processes events until the term ends (resignation or ctx done). sessionEvents may be nil.
 func (l *eventLoop) run(ctx context.Context, sessionEvents <-chan zkmeta.SessionEvent) error {
 	l.queue.put(startupEvent{})
+	// sessionEnded says whether a session event ends this term. Expiry of an older session
+	// (an event left from an earlier term) does not.
+	sessionEnded := func(se zkmeta.SessionEvent, ok bool) error {
+		if !ok {
+			return fmt.Errorf("%w: zookeeper client closed", errResign)
+		}
+		if se.Type == zkmeta.SessionExpired && se.SessionID == l.session {
+			l.log.Warn("zookeeper session expired; resigning as controller")
+			return fmt.Errorf("%w: session expired", errResign)
+		}
+		return nil
+	}
 	for {
 		for _, ev := range l.queue.take() {
+			// Session loss first: no event is processed once the session is gone, even if
+			// its notice is still queued behind the events (select picks at random).
+			select {
+			case se, ok := <-sessionEvents:
+				if err := sessionEnded(se, ok); err != nil {
+					return err
+				}
+			default:
+			}
+			if err := l.checkSession(); err != nil {
+				l.log.WithError(err).Warn("zookeeper session lost; resigning as controller")
+				return err
+			}
 			if err := l.process(ev); err != nil {
 				return err
 			}
@@ -125,12 +165,8 @@ func (l *eventLoop) run(ctx context.Context, sessionEvents <-chan zkmeta.Session
 		case <-ctx.Done():
 			return ctx.Err()
 		case se, ok := <-sessionEvents:
-			if !ok {
-				return fmt.Errorf("%w: zookeeper client closed", errResign)
-			}
-			if se.Type == zkmeta.SessionExpired {
-				l.log.Warn("zookeeper session expired; resigning as controller")
-				return fmt.Errorf("%w: session expired", errResign)
+			if err := sessionEnded(se, ok); err != nil {
+				return err
 			}
 		case <-l.queue.signal:
 		}
@@ -183,7 +219,7 @@ func (l *eventLoop) process(ev event) error {
 		var resp *kmsg.ControlledShutdownResponse
 		resp, err = l.onControlledShutdown(e.req)
 		if resp == nil {
-			resp = controlledShutdownError(e.req, notControllerCode)
+			resp = controlledShutdownError(e.req, kerr.StaleControllerEpoch.Code)
 		}
 		e.reply <- resp
 	case alterPartitionEvent:
@@ -233,14 +269,25 @@ func (l *eventLoop) logLeaderAndIsrResponse(broker int32, resp kmsg.Response) {
 		l.log.WithFields(logrus.Fields{"target_broker": broker, "error_code": r.ErrorCode}).Warn("LeaderAndIsr failed")
 		return
 	}
-	parts := r.Partitions
-	for _, t := range r.Topics {
-		parts = append(parts, t.Partitions...)
+	logErr := func(f logrus.Fields, code int16) {
+		if code == 0 {
+			return
+		}
+		f["target_broker"], f["error_code"] = broker, code
+		// Kafka's controller acts only on KAFKA_STORAGE_ERROR; others (e.g. STALE_CONTROLLER_EPOCH
+		// for a leader epoch the broker already has, normal after a failover) are routine.
+		if code == kerr.KafkaStorageError.Code {
+			l.log.WithFields(f).Warn("LeaderAndIsr partition error")
+		} else {
+			l.log.WithFields(f).Debug("LeaderAndIsr partition error")
+		}
 	}
-	for _, p := range parts {
-		if p.ErrorCode != 0 {
-			l.log.WithFields(logrus.Fields{"target_broker": broker, "topic": p.Topic, "partition": p.Partition,
-				"error_code": p.ErrorCode}).Warn("LeaderAndIsr partition error")
+	for _, p := range r.Partitions { // v0-4
+		logErr(logrus.Fields{"topic": p.Topic, "partition": p.Partition}, p.ErrorCode)
+	}
+	for _, t := range r.Topics { // v5+: by topic id
+		for _, p := range t.Partitions {
+			logErr(logrus.Fields{"topic_id": zkmeta.TopicIDString(t.TopicID), "partition": p.Partition}, p.ErrorCode)
 		}
 	}
 }
@@ -409,9 +456,13 @@ func (l *eventLoop) loadPartitionStates(topic string) error {
 }
 
 // refreshPartitionStates re-reads partition state znodes (Kafka reads them before every
-// election). A malformed znode is logged and the partition treated as having no state.
+// election). A malformed znode is logged with its path and its topic dropped from the
+// context, so every decision skips it (they all need the partition's state).
 func (l *eventLoop) refreshPartitionStates(tps []TopicPartition) error {
 	for _, tp := range tps {
+		if l.ctx.topics[tp.Topic] == nil {
+			continue // skipped (malformed) or gone
+		}
 		st, err := l.zk.GetPartitionState(tp.Topic, tp.Partition)
 		switch {
 		case err == nil:
@@ -420,6 +471,12 @@ func (l *eventLoop) refreshPartitionStates(tps []TopicPartition) error {
 			delete(l.ctx.partitionLeadership, tp)
 		case isFatal(err):
 			return err
+		case errors.Is(err, zkmeta.ErrBadJSON):
+			// Malformed JSON: the topic is skipped (nothing is decided or sent for it) until
+			// its znodes change or the next failover reads it again.
+			l.log.WithError(err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition,
+				"zk_path": zkmeta.PartitionStatePath(tp.Topic, tp.Partition)}).Error("malformed partition state; skipping topic")
+			l.forgetTopic(tp.Topic)
 		default:
 			l.log.WithError(err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition,
 				"zk_path": zkmeta.PartitionStatePath(tp.Topic, tp.Partition)}).Error("cannot read partition state")
@@ -717,23 +774,90 @@ func (l *eventLoop) onTopicChange() error {
 			l.forgetTopic(t)
 		}
 	}
-	var newPartitions []TopicPartition
+	var newPartitions, existing []TopicPartition
 	for _, t := range added {
-		if err := l.loadTopic(t); err != nil {
-			if isFatal(err) {
-				return err
-			}
-			continue
+		fresh, known, err := l.loadUnknownTopic(t)
+		if err != nil {
+			return err
 		}
-		for p := range l.ctx.topics[t].assignment {
-			newPartitions = append(newPartitions, TopicPartition{t, p})
-		}
+		newPartitions = append(newPartitions, fresh...)
+		existing = append(existing, known...)
 	}
 	if len(added) > 0 {
 		l.log.WithField("topics", added).Info("new topics")
 	}
 	slices.SortFunc(newPartitions, compareTP)
-	return l.onNewPartitionCreation(newPartitions)
+	if err := l.onNewPartitionCreation(newPartitions); err != nil {
+		return err
+	}
+	return l.onKnownPartitionsLoaded(existing)
+}
+
+// loadUnknownTopic loads a topic the context does not hold (new, or skipped earlier for a
+// malformed znode): its assignment and the partition states it already has. It returns the
+// partitions without a state znode (new) and those with one. A malformed znode skips the
+// topic (logged with its path by loadTopic or refreshPartitionStates).
+func (l *eventLoop) loadUnknownTopic(name string) (fresh, known []TopicPartition, err error) {
+	if err := l.loadTopic(name); err != nil {
+		if isFatal(err) {
+			return nil, nil, err
+		}
+		return nil, nil, nil
+	}
+	if err := l.loadPartitionStates(name); err != nil {
+		return nil, nil, err
+	}
+	t := l.ctx.topics[name]
+	if t == nil {
+		return nil, nil, nil
+	}
+	for p := range t.assignment {
+		tp := TopicPartition{name, p}
+		if _, ok := l.ctx.partitionLeadership[tp]; ok {
+			known = append(known, tp)
+		} else {
+			fresh = append(fresh, tp)
+		}
+	}
+	slices.SortFunc(fresh, compareTP)
+	slices.SortFunc(known, compareTP)
+	return fresh, known, nil
+}
+
+// onKnownPartitionsLoaded handles partitions of a newly loaded topic that already have a
+// state znode (the topic was skipped before): as at failover, their live replicas get
+// LeaderAndIsr and every broker UpdateMetadata; those without a live leader are elected and
+// replicas on dead brokers leave the ISR.
+func (l *eventLoop) onKnownPartitionsLoaded(tps []TopicPartition) error {
+	if len(tps) == 0 {
+		return nil
+	}
+	b := newRequestBatch()
+	for _, tp := range tps {
+		l.ctx.partitionStates[tp] = l.ctx.initialPartitionState(tp)
+		if !l.ctx.topicsToDelete[tp.Topic] {
+			b.addLeaderAndIsr(l.ctx, l.ctx.replicas(tp), tp, false)
+		}
+	}
+	l.sendBatch(b)
+	if err := l.triggerOnlinePartitionStateChange(); err != nil {
+		return err
+	}
+	// Replicas on dead brokers leave the ISR (ReplicaStateMachine's OfflineReplica).
+	dead := map[int32][]TopicPartition{}
+	for _, tp := range tps {
+		for _, r := range l.ctx.replicas(tp) {
+			if !l.ctx.isRegistered(r) && !l.ctx.topicsToDelete[tp.Topic] {
+				dead[r] = append(dead[r], tp)
+			}
+		}
+	}
+	for _, r := range sortedKeys(dead) {
+		if err := l.removeReplicaFromISRs(r, dead[r]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *eventLoop) forgetTopic(t string) {
@@ -754,8 +878,17 @@ func (l *eventLoop) onPartitionModifications(topic string) error {
 	var known map[int32][]int32
 	if old := l.ctx.topics[topic]; old != nil {
 		known = old.assignment
+	} else {
+		// A topic skipped earlier (malformed znode) that was fixed: load it as a whole.
+		fresh, existing, err := l.loadUnknownTopic(topic)
+		if err != nil {
+			return err
+		}
+		if err := l.onNewPartitionCreation(fresh); err != nil {
+			return err
+		}
+		return l.onKnownPartitionsLoaded(existing)
 	}
-	// A topic skipped earlier (malformed znode) that was fixed is new as a whole.
 	if err := l.loadTopic(topic); err != nil {
 		if errors.Is(err, zkmeta.ErrNoNode) {
 			return nil // deleted; TopicChange follows

@@ -86,7 +86,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 	c.mu.Lock()
 	loop := c.mu.loop
 	c.mu.Unlock()
-	if loop == nil || !c.active.Load() {
+	if loop == nil || !c.IsActive() {
 		return electLeadersError(req, kerr.NotController.Code)
 	}
 	reply := make(chan *kmsg.ElectLeadersResponse, 1)

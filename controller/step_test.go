@@ -11,6 +11,7 @@ package controller
 //   topic <name> <p>=<r,r,...> ...  create /brokers/topics/<name> (no topic id, like an old tool)
 //   topic-config <name> <k>=<v>     set /config/topics/<name>
 //   corrupt-topic <name>            /brokers/topics/<name> holds malformed JSON
+//   corrupt-state <topic>-<p> [fixed]  its state znode holds malformed JSON ("fixed": no longer)
 //   state <topic>-<p> <leader> <leader_epoch> <isr,...> [zkVersion]   write a partition state as a tool/old controller would
 //   set-unclean <bool>              broker default unclean.leader.election.enable
 //   elect [epoch]                   this broker (id 0 unless the controller id is set) wins: Startup
@@ -49,6 +50,7 @@ type fakeStore struct {
 	topics         map[string]*fakeTopic
 	configs        map[string]map[string]string
 	states         map[TopicPartition]zkmeta.PartitionState
+	corruptStates  map[TopicPartition]bool // state znodes holding malformed JSON
 	deletes        []string
 	out            *strings.Builder
 }
@@ -61,7 +63,8 @@ type fakeTopic struct {
 
 func newFakeStore(out *strings.Builder) *fakeStore {
 	return &fakeStore{controllerID: -1, czxid: 100, brokers: map[int32]zkmeta.BrokerInfo{}, topics: map[string]*fakeTopic{},
-		configs: map[string]map[string]string{}, states: map[TopicPartition]zkmeta.PartitionState{}, out: out}
+		configs: map[string]map[string]string{}, states: map[TopicPartition]zkmeta.PartitionState{},
+		corruptStates: map[TopicPartition]bool{}, out: out}
 }
 
 func (s *fakeStore) WatchController() (int32, <-chan zkmeta.Event, error) {
@@ -132,6 +135,9 @@ func (s *fakeStore) GetTopicConfig(name string) (map[string]string, error) {
 	return s.configs[name], nil
 }
 func (s *fakeStore) GetPartitionState(topic string, p int32) (zkmeta.PartitionState, error) {
+	if s.corruptStates[TopicPartition{topic, p}] {
+		return zkmeta.PartitionState{}, fmt.Errorf("%w: partition state %q", zkmeta.ErrBadJSON, `{"leader":`)
+	}
 	st, ok := s.states[TopicPartition{topic, p}]
 	if !ok {
 		return st, zkmeta.ErrNoNode
@@ -228,6 +234,8 @@ func (s *fakeStore) UpdatePartitionStates(states map[zkmeta.TopicPartition]zkmet
 	}
 	return out
 }
+
+func (s *fakeStore) SessionID() int64 { return 1 }
 
 func (s *fakeStore) EnsureFeatureZNode() (zkmeta.FeatureZNode, error) {
 	return zkmeta.FeatureZNode{Version: 2, Status: zkmeta.FeatureStatusEnabled}, nil
@@ -401,6 +409,10 @@ func (h *stepHarness) run(line string) {
 		h.zk.configs[f[1]] = map[string]string{k: v}
 	case "corrupt-topic":
 		h.zk.topics[f[1]] = &fakeTopic{corrupt: true}
+	case "corrupt-state":
+		// corrupt-state <topic>-<p> [fixed]: the state znode holds malformed JSON (or no longer).
+		tp := parseTP(f[1])
+		h.zk.corruptStates[tp] = len(f) < 3
 	case "state":
 		tp := parseTP(f[1])
 		leader, _ := strconv.Atoi(f[2])

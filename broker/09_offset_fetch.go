@@ -1,0 +1,104 @@
+package broker
+
+// 09_offset_fetch.go — OffsetFetch v0-9 (KafkaApis.handleOffsetFetchRequest). v2+ null
+// topics mean every partition with a committed offset and carry a top-level error; v0-1 put a
+// group error on each partition. v5+ leader epoch, v7 RequireStable, v8+ several groups per
+// request (member id/epoch of v9 are ignored by the classic coordinator). Deviation: v0
+// reads __consumer_offsets, not ZooKeeper.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/coordinator/group"
+)
+
+func init() { registerAPI(0, 9, (*APIs).handleOffsetFetch) }
+
+type offsetFetchTopic struct {
+	topic string
+	parts []int32
+}
+
+// fetchGroupOffsets answers one group: per topic, per partition (offset, epoch, metadata, err).
+func (a *APIs) fetchGroupOffsets(groupID string, topics []offsetFetchTopic, all, requireStable bool) ([]group.FetchedOffset, *kerr.Error) {
+	var tps []group.TopicPartition
+	if !all {
+		tps = []group.TopicPartition{}
+		for _, t := range topics {
+			for _, p := range t.parts {
+				tps = append(tps, group.TopicPartition{Topic: t.topic, Partition: p})
+			}
+		}
+	}
+	return a.groupCoordinator().FetchOffsets(groupID, tps, requireStable)
+}
+
+func (a *APIs) handleOffsetFetch(ctx context.Context, rc *RequestContext, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			var topics []offsetFetchTopic
+			for _, t := range g.Topics {
+				topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
+			}
+			offs, err := a.fetchGroupOffsets(g.Group, topics, g.Topics == nil, req.RequireStable)
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, errCode(err)
+			idx := map[string]int{}
+			for _, o := range offs {
+				i, ok := idx[o.TP.Topic]
+				if !ok {
+					i = len(rg.Topics)
+					idx[o.TP.Topic] = i
+					t := kmsg.NewOffsetFetchResponseGroupTopic()
+					t.Topic = o.TP.Topic
+					rg.Topics = append(rg.Topics, t)
+				}
+				p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				md := o.Metadata
+				p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = o.TP.Partition, o.Offset, o.LeaderEpoch, &md, errCode(o.Err)
+				rg.Topics[i].Partitions = append(rg.Topics[i].Partitions, p)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
+	var topics []offsetFetchTopic
+	for _, t := range req.Topics {
+		topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
+	}
+	all := req.Topics == nil && req.Version >= 2
+	offs, err := a.fetchGroupOffsets(req.Group, topics, all, req.Version >= 7 && req.RequireStable)
+	if err != nil {
+		if req.Version >= 2 {
+			resp.ErrorCode = err.Code
+		}
+		// Every requested partition carries the group error too (OffsetFetchResponse's
+		// error constructor), which is what v0-1 clients read.
+		offs = nil
+		for _, t := range topics {
+			for _, p := range t.parts {
+				offs = append(offs, group.FetchedOffset{TP: group.TopicPartition{Topic: t.topic, Partition: p}, Offset: -1, LeaderEpoch: -1, Err: err})
+			}
+		}
+	}
+	idx := map[string]int{}
+	for _, o := range offs {
+		i, ok := idx[o.TP.Topic]
+		if !ok {
+			i = len(resp.Topics)
+			idx[o.TP.Topic] = i
+			t := kmsg.NewOffsetFetchResponseTopic()
+			t.Topic = o.TP.Topic
+			resp.Topics = append(resp.Topics, t)
+		}
+		p := kmsg.NewOffsetFetchResponseTopicPartition()
+		md := o.Metadata
+		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = o.TP.Partition, o.Offset, o.LeaderEpoch, &md, errCode(o.Err)
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, p)
+	}
+	return resp, nil
+}

@@ -1,0 +1,1088 @@
+package group
+
+// coordinator.go mirrors GroupCoordinator.scala (Kafka 3.7, classic protocol): JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups, DeleteGroups and the
+// rebalance state machine; the offsets side is manager.go. Callbacks given to handle*
+// methods run under the group's lock and must not block.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Log is the part of the broker the coordinator uses: its view of the __consumer_offsets
+// partitions. Errors carry a Kafka error (errors.As to *kerr.Error); anything else counts
+// as UNKNOWN_SERVER_ERROR.
+type Log interface {
+	// LeaderEpoch reports whether this broker leads offsets partition p, and its epoch.
+	LeaderEpoch(partition int32) (epoch int32, isLeader bool)
+	// Append appends one record batch to partition as its leader. With acksAll it waits
+	// until the high watermark passes the batch (offsets.commit.required.acks=-1) or the
+	// timeout (REQUEST_TIMED_OUT).
+	// It returns the batch's base offset.
+	Append(ctx context.Context, partition int32, batch []byte, acksAll bool, timeout time.Duration) (int64, error)
+	// Offsets returns the partition's log start and log end offsets.
+	Offsets(partition int32) (logStart, logEnd int64, err error)
+	// Read returns raw batches from offset (at most about maxBytes, at least one batch) up to
+	// the log end offset.
+	Read(partition int32, offset int64, maxBytes int32) ([]byte, error)
+}
+
+// Config holds the coordinator's settings; zero values take Kafka's defaults.
+type Config struct {
+	BrokerID                      int32
+	NumPartitions                 int32         // offsets.topic.num.partitions (50)
+	MinSessionTimeout             time.Duration // group.min.session.timeout.ms (6 s)
+	MaxSessionTimeout             time.Duration // group.max.session.timeout.ms (30 min)
+	InitialRebalanceDelay         time.Duration // group.initial.rebalance.delay.ms (3 s); <0 means 0
+	MaxSize                       int           // group.max.size (Int.MaxValue)
+	OffsetMetadataMaxBytes        int           // offset.metadata.max.bytes (4096)
+	OffsetsRetention              time.Duration // offsets.retention.minutes (7 days)
+	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms (10 min)
+	OffsetCommitTimeout           time.Duration // offsets.commit.timeout.ms (5 s)
+	LoadBufferSize                int32         // offsets.load.buffer.size (5 MiB)
+	Clock                         Clock
+	Logger                        *logrus.Entry
+}
+
+func (c *Config) defaults() {
+	if c.NumPartitions <= 0 {
+		c.NumPartitions = 50
+	}
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MaxSize <= 0 {
+		c.MaxSize = math.MaxInt32
+	}
+	if c.OffsetMetadataMaxBytes <= 0 {
+		c.OffsetMetadataMaxBytes = 4096
+	}
+	if c.OffsetsRetention <= 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.OffsetsRetentionCheckInterval <= 0 {
+		c.OffsetsRetentionCheckInterval = 10 * time.Minute
+	}
+	if c.OffsetCommitTimeout <= 0 {
+		c.OffsetCommitTimeout = 5 * time.Second
+	}
+	if c.LoadBufferSize <= 0 {
+		c.LoadBufferSize = 5 << 20
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock
+	}
+	if c.Logger == nil {
+		c.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+}
+
+// NewMemberJoinTimeout is GroupCoordinator.NewMemberJoinTimeoutMs: how long a new member
+// may wait in a rebalance before it is expired.
+const NewMemberJoinTimeout = 5 * time.Minute
+
+// Coordinator is GroupCoordinator together with GroupMetadataManager.
+type Coordinator struct {
+	cfg    Config
+	log    Log
+	logger *logrus.Entry
+	clock  Clock
+	timers *timerQueue
+
+	ctx    context.Context // appends and loads; cancelled by Shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		active  bool
+		groups  map[string]*Group
+		owned   map[int32]int32 // offsets partition -> leader epoch loaded or loading
+		loading map[int32]bool
+	}
+}
+
+// New returns an active coordinator owning no partition; Start runs its timers.
+func New(cfg Config, log Log) *Coordinator {
+	cfg.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Coordinator{cfg: cfg, log: log, clock: cfg.Clock, timers: newTimerQueue(cfg.Clock), ctx: ctx, cancel: cancel,
+		logger: cfg.Logger.WithField("component", "group.coordinator")}
+	c.mu.active = true
+	c.mu.groups = map[string]*Group{}
+	c.mu.owned = map[int32]int32{}
+	c.mu.loading = map[int32]bool{}
+	return c
+}
+
+// Start arms the timers (heartbeats, rebalances, offset expiry, leadership sweep). A
+// coordinator that is not started fires nothing unless FireDueTimers is called (tests).
+func (c *Coordinator) Start() {
+	c.scheduleExpiry()
+	c.scheduleSweep()
+	c.timers.start()
+}
+
+func (c *Coordinator) scheduleExpiry() {
+	c.timers.schedule("expiry", c.cfg.OffsetsRetentionCheckInterval, func() {
+		c.CleanupGroupMetadata()
+		c.scheduleExpiry()
+	})
+}
+
+func (c *Coordinator) scheduleSweep() {
+	c.timers.schedule("sweep", time.Second, func() {
+		c.sweepLeadership()
+		c.scheduleSweep()
+	})
+}
+
+// Shutdown stops the coordinator: waiting joins and syncs get NOT_COORDINATOR, and every
+// goroutine it started has ended when it returns.
+func (c *Coordinator) Shutdown() {
+	c.mu.Lock()
+	c.mu.active = false
+	parts := make([]int32, 0, len(c.mu.owned))
+	for p := range c.mu.owned {
+		parts = append(parts, p)
+	}
+	c.mu.Unlock()
+	for _, p := range parts {
+		c.OnResignation(p)
+	}
+	c.timers.shutdown()
+	c.cancel()
+	c.wg.Wait()
+}
+
+// PartitionFor returns the offsets partition of groupID.
+func (c *Coordinator) PartitionFor(groupID string) int32 {
+	return PartitionFor(groupID, c.cfg.NumPartitions)
+}
+
+// NumPartitions is offsets.topic.num.partitions.
+func (c *Coordinator) NumPartitions() int32 { return c.cfg.NumPartitions }
+
+func (c *Coordinator) now() time.Time { return c.clock.Now() }
+
+// FireDueTimers runs due heartbeat/join/sync expirations (tests with a fake clock).
+func (c *Coordinator) FireDueTimers() { c.timers.FireDue() }
+
+func hbKey(g, m string) string { return "hb\x00" + g + "\x00" + m }
+func joinKey(g string) string  { return "join\x00" + g }
+func syncKey(g string) string  { return "sync\x00" + g }
+
+// kafkaError extracts the Kafka error of err.
+func kafkaError(err error) *kerr.Error {
+	if err == nil {
+		return nil
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return kerr.RequestTimedOut
+	}
+	return kerr.UnknownServerError
+}
+
+type api int
+
+const (
+	apiJoin api = iota
+	apiSync
+	apiHeartbeat
+	apiLeave
+	apiCommit
+	apiFetch
+	apiDescribe
+	apiDelete
+	apiOffsetDelete
+)
+
+// validateGroupStatus is GroupCoordinator.validateGroupStatus. It also starts loading an
+// offsets partition this broker has become leader of (the broker's LeaderAndIsr hook does
+// the same; this catches any missed transition).
+func (c *Coordinator) validateGroupStatus(groupID string, a api) *kerr.Error {
+	switch a {
+	case apiCommit, apiFetch, apiDescribe, apiDelete, apiOffsetDelete:
+	default:
+		if groupID == "" {
+			return kerr.InvalidGroupID
+		}
+	}
+	c.mu.Lock()
+	active := c.mu.active
+	c.mu.Unlock()
+	if !active {
+		return kerr.CoordinatorNotAvailable
+	}
+	return c.checkPartition(c.PartitionFor(groupID))
+}
+
+// checkPartition answers for offsets partition p: nil when loaded here, else
+// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR, reconciling with the log's leadership.
+func (c *Coordinator) checkPartition(p int32) *kerr.Error {
+	epoch, leader := c.log.LeaderEpoch(p)
+	c.mu.Lock()
+	cur, owned := c.mu.owned[p]
+	loading := c.mu.loading[p]
+	c.mu.Unlock()
+	switch {
+	case !leader:
+		if owned {
+			c.OnResignation(p)
+		}
+		return kerr.NotCoordinator
+	case !owned || cur != epoch:
+		c.OnElection(p, epoch)
+		return kerr.CoordinatorLoadInProgress
+	case loading:
+		return kerr.CoordinatorLoadInProgress
+	}
+	return nil
+}
+
+// sweepLeadership unloads partitions this broker no longer leads.
+func (c *Coordinator) sweepLeadership() {
+	c.mu.Lock()
+	owned := make(map[int32]int32, len(c.mu.owned))
+	for p, e := range c.mu.owned {
+		owned[p] = e
+	}
+	c.mu.Unlock()
+	for p, e := range owned {
+		if epoch, leader := c.log.LeaderEpoch(p); !leader || epoch != e {
+			c.OnResignation(p)
+			if leader {
+				c.OnElection(p, epoch)
+			}
+		}
+	}
+}
+
+func (c *Coordinator) getGroup(id string) *Group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.groups[id]
+}
+
+// getOrMaybeCreateGroup is GroupMetadataManager.getOrMaybeCreateGroup.
+func (c *Coordinator) getOrMaybeCreateGroup(id string, create bool) *Group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.mu.groups[id]
+	if g == nil && create {
+		g = newGroup(id, Empty, c.now())
+		c.mu.groups[id] = g
+	}
+	return g
+}
+
+func (c *Coordinator) removeGroupFromCache(g *Group) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.groups[g.ID] == g {
+		delete(c.mu.groups, g.ID)
+	}
+}
+
+// JoinRequest holds JoinGroup's parameters.
+type JoinRequest struct {
+	GroupID              string
+	MemberID             string
+	GroupInstanceID      *string
+	RequireKnownMemberID bool // JoinGroup v4+
+	SkipAssignmentOK     bool // JoinGroup v9+
+	ClientID, ClientHost string
+	RebalanceTimeout     time.Duration
+	SessionTimeout       time.Duration
+	ProtocolType         string
+	Protocols            []Protocol
+	Reason               string
+}
+
+func joinError(memberID string, err *kerr.Error) JoinResult {
+	return JoinResult{Err: err, MemberID: memberID, GenerationID: -1}
+}
+
+// JoinGroup blocks until the join completes or ctx ends.
+func (c *Coordinator) JoinGroup(ctx context.Context, req JoinRequest) JoinResult {
+	ch := make(chan JoinResult, 1)
+	c.HandleJoinGroup(req, func(r JoinResult) { ch <- r })
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return joinError(req.MemberID, kerr.RebalanceInProgress)
+	}
+}
+
+// HandleJoinGroup is GroupCoordinator.handleJoinGroup; cb runs exactly once.
+func (c *Coordinator) HandleJoinGroup(req JoinRequest, cb func(JoinResult)) {
+	if err := c.validateGroupStatus(req.GroupID, apiJoin); err != nil {
+		cb(joinError(req.MemberID, err))
+		return
+	}
+	if req.SessionTimeout < c.cfg.MinSessionTimeout || req.SessionTimeout > c.cfg.MaxSessionTimeout {
+		cb(joinError(req.MemberID, kerr.InvalidSessionTimeout))
+		return
+	}
+	unknown := req.MemberID == ""
+	g := c.getOrMaybeCreateGroup(req.GroupID, unknown)
+	if g == nil {
+		cb(joinError(req.MemberID, kerr.UnknownMemberID))
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !c.acceptJoiningMember(g, req.MemberID) {
+		g.remove(req.MemberID)
+		cb(joinError("", kerr.GroupMaxSizeReached))
+	} else if unknown {
+		c.doNewMemberJoinGroup(g, req, cb)
+	} else {
+		c.doCurrentMemberJoinGroup(g, req, cb)
+	}
+	if g.is(PreparingRebalance) {
+		c.checkAndCompleteJoin(g)
+	}
+}
+
+// acceptJoiningMember is GroupCoordinator.acceptJoiningMember (group.max.size).
+func (c *Coordinator) acceptJoiningMember(g *Group, memberID string) bool {
+	switch g.state {
+	case Empty, Dead:
+		return true
+	case PreparingRebalance:
+		if m, ok := g.members[memberID]; ok && m.isAwaitingJoin() {
+			return true
+		}
+		return g.numAwaitingJoin < c.cfg.MaxSize
+	default:
+		return g.has(memberID) || len(g.members) < c.cfg.MaxSize
+	}
+}
+
+func (c *Coordinator) doNewMemberJoinGroup(g *Group, req JoinRequest, cb func(JoinResult)) {
+	switch {
+	case g.is(Dead):
+		cb(joinError("", kerr.CoordinatorNotAvailable))
+	case !g.supportsProtocols(req.ProtocolType, req.Protocols):
+		cb(joinError("", kerr.InconsistentGroupProtocol))
+	default:
+		newID := generateMemberID(req.ClientID, req.GroupInstanceID)
+		switch {
+		case req.GroupInstanceID != nil:
+			if old, ok := g.staticMembers[*req.GroupInstanceID]; ok {
+				c.updateStaticMemberAndRebalance(g, old, newID, req, cb)
+			} else {
+				c.addMemberAndRebalance(g, newID, req, cb)
+			}
+		case req.RequireKnownMemberID:
+			c.logger.WithFields(logrus.Fields{"group": g.ID, "member_id": newID}).Debug("dynamic member joins with an unknown member id: member id required")
+			g.pendingMembers[newID] = true
+			key := hbKey(g.ID, newID)
+			c.timers.schedule(key, req.SessionTimeout, func() { c.onExpirePendingMember(g, newID) })
+			cb(joinError(newID, kerr.MemberIDRequired))
+		default:
+			c.addMemberAndRebalance(g, newID, req, cb)
+		}
+	}
+}
+
+func (c *Coordinator) doCurrentMemberJoinGroup(g *Group, req JoinRequest, cb func(JoinResult)) {
+	if g.is(Dead) {
+		cb(joinError(req.MemberID, kerr.CoordinatorNotAvailable))
+		return
+	}
+	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
+		cb(joinError(req.MemberID, kerr.InconsistentGroupProtocol))
+		return
+	}
+	if g.pendingMembers[req.MemberID] {
+		if req.GroupInstanceID != nil { // Kafka: IllegalStateException; a static member is never pending
+			cb(joinError(req.MemberID, kerr.UnknownServerError))
+			return
+		}
+		c.addMemberAndRebalance(g, req.MemberID, req, cb)
+		return
+	}
+	if err := g.validateCurrentMember(req.MemberID, req.GroupInstanceID); err != nil {
+		cb(joinError(req.MemberID, err))
+		return
+	}
+	m := g.members[req.MemberID]
+	current := func() {
+		r := JoinResult{MemberID: m.MemberID, GenerationID: g.generationID, ProtocolType: g.protocolType,
+			ProtocolName: g.protocolName, LeaderID: g.leaderOrEmpty()}
+		if g.isLeader(m.MemberID) {
+			r.Members = g.currentMemberMetadata()
+		}
+		cb(r)
+	}
+	switch g.state {
+	case PreparingRebalance:
+		c.updateMemberAndRebalance(g, m, req, cb)
+	case CompletingRebalance:
+		if m.matches(req.Protocols) {
+			current()
+		} else {
+			c.updateMemberAndRebalance(g, m, req, cb)
+		}
+	case Stable:
+		if g.isLeader(m.MemberID) || !m.matches(req.Protocols) {
+			c.updateMemberAndRebalance(g, m, req, cb)
+		} else {
+			cb(JoinResult{MemberID: m.MemberID, GenerationID: g.generationID, ProtocolType: g.protocolType,
+				ProtocolName: g.protocolName, LeaderID: g.leaderOrEmpty()})
+		}
+	default: // Empty
+		cb(joinError(req.MemberID, kerr.UnknownMemberID))
+	}
+}
+
+func (c *Coordinator) addMemberAndRebalance(g *Group, memberID string, req JoinRequest, cb func(JoinResult)) {
+	m := &Member{MemberID: memberID, GroupInstanceID: req.GroupInstanceID, ClientID: req.ClientID, ClientHost: req.ClientHost,
+		RebalanceTimeout: req.RebalanceTimeout, SessionTimeout: req.SessionTimeout, ProtocolType: req.ProtocolType,
+		Protocols: req.Protocols, isNew: true}
+	if g.is(PreparingRebalance) && g.generationID == 0 {
+		g.newMemberAdded = true
+	}
+	g.add(m, cb)
+	// A new member may wait for the rebalance for NewMemberJoinTimeout before it expires.
+	c.completeAndScheduleNextExpiration(g, m, NewMemberJoinTimeout)
+	reason := req.Reason
+	if reason == "" {
+		reason = "Adding new member " + memberID
+	}
+	c.maybePrepareRebalance(g, reason)
+}
+
+func (c *Coordinator) updateMemberAndRebalance(g *Group, m *Member, req JoinRequest, cb func(JoinResult)) {
+	g.updateMember(m, req.Protocols, req.RebalanceTimeout, req.SessionTimeout, cb)
+	reason := req.Reason
+	if reason == "" {
+		reason = "Updating metadata for member " + m.MemberID
+	}
+	c.maybePrepareRebalance(g, reason)
+}
+
+// updateStaticMemberAndRebalance is GroupCoordinator.updateStaticMemberAndRebalance: a known
+// instance id joins with a new member id; the old id is fenced.
+func (c *Coordinator) updateStaticMemberAndRebalance(g *Group, oldID, newID string, req JoinRequest, cb func(JoinResult)) {
+	instanceID := *req.GroupInstanceID
+	c.timers.cancel(hbKey(g.ID, oldID))
+	m := g.replaceStaticMember(instanceID, oldID, newID)
+	oldProtocols, oldRebalance, oldSession := m.Protocols, m.RebalanceTimeout, m.SessionTimeout
+	g.updateMember(m, req.Protocols, req.RebalanceTimeout, req.SessionTimeout, nil)
+	c.completeAndScheduleNextHeartbeatExpiration(g, m)
+	log := c.logger.WithFields(logrus.Fields{"group": g.ID, "member_id": newID, "group_instance_id": instanceID})
+	switch g.state {
+	case Stable:
+		// No rebalance if the next generation's protocol stays the same: persist the new
+		// member id and return the current assignment.
+		if g.protocolName != nil && g.selectProtocol() == *g.protocolName {
+			log.Info("static member with unknown member id joins a stable group: replacing the old member id without a rebalance")
+			assignment := map[string][]byte{}
+			for _, mm := range g.members {
+				assignment[mm.MemberID] = mm.Assignment
+			}
+			gen := g.generationID
+			c.storeGroup(g, assignment, func(err *kerr.Error) {
+				if err != nil {
+					log.WithField("error", err.Message).Warn("failed to persist the static member's new member id: reverting")
+					if g.members[newID] == m {
+						g.replaceStaticMember(instanceID, newID, oldID)
+						g.updateMember(m, oldProtocols, oldRebalance, oldSession, nil)
+					}
+					cb(joinError(newID, err))
+					return
+				}
+				isLeader := g.isLeader(newID)
+				r := JoinResult{MemberID: newID, GenerationID: gen, ProtocolType: g.protocolType, ProtocolName: g.protocolName,
+					LeaderID: g.leaderOrEmpty(), SkipAssignment: isLeader && req.SkipAssignmentOK}
+				if isLeader && req.SkipAssignmentOK {
+					r.Members = g.currentMemberMetadata()
+				}
+				cb(r)
+			})
+		} else {
+			g.updateMember(m, req.Protocols, req.RebalanceTimeout, req.SessionTimeout, cb)
+			c.maybePrepareRebalance(g, "group's selected protocol will change because static member "+newID+" joined with a change of protocol")
+		}
+	case CompletingRebalance:
+		g.updateMember(m, req.Protocols, req.RebalanceTimeout, req.SessionTimeout, cb)
+		c.prepareRebalance(g, "updating metadata for static member "+newID+" in CompletingRebalance")
+	case PreparingRebalance:
+		g.updateMember(m, req.Protocols, req.RebalanceTimeout, req.SessionTimeout, cb)
+	default:
+		cb(joinError(newID, kerr.UnknownServerError))
+	}
+}
+
+func (c *Coordinator) maybePrepareRebalance(g *Group, reason string) {
+	if g.canRebalance() {
+		c.prepareRebalance(g, reason)
+	}
+}
+
+// prepareRebalance is GroupCoordinator.prepareRebalance: DelayedJoin, or InitialDelayedJoin
+// for an Empty group (group.initial.rebalance.delay.ms, extended per new member).
+func (c *Coordinator) prepareRebalance(g *Group, reason string) {
+	if g.is(CompletingRebalance) {
+		c.resetAndPropagateAssignmentError(g, kerr.RebalanceInProgress)
+	}
+	c.timers.cancel(syncKey(g.ID))
+	initial := g.is(Empty)
+	g.transitionTo(PreparingRebalance, c.now())
+	c.logger.WithFields(logrus.Fields{"group": g.ID, "generation": g.generationID, "reason": reason}).
+		Info("preparing to rebalance group")
+	if initial {
+		delay := c.cfg.InitialRebalanceDelay
+		g.joinRemaining = max(g.rebalanceTimeout()-delay, 0)
+		g.initialJoin = true
+		c.timers.schedule(joinKey(g.ID), delay, func() { c.onInitialJoinExpire(g) })
+		return
+	}
+	g.initialJoin = false
+	c.timers.schedule(joinKey(g.ID), g.rebalanceTimeout(), func() { c.onJoinExpire(g) })
+	c.checkAndCompleteJoin(g)
+}
+
+// checkAndCompleteJoin completes a DelayedJoin (not an InitialDelayedJoin) when every
+// member rejoined.
+func (c *Coordinator) checkAndCompleteJoin(g *Group) {
+	if !g.is(PreparingRebalance) || !g.hasAllMembersJoined() {
+		return
+	}
+	if g.initialJoin { // InitialDelayedJoin never completes early
+		return
+	}
+	c.timers.cancel(joinKey(g.ID))
+	c.onCompleteJoin(g)
+}
+
+func (c *Coordinator) onInitialJoinExpire(g *Group) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.is(PreparingRebalance) {
+		return
+	}
+	if g.newMemberAdded && g.joinRemaining != 0 {
+		g.newMemberAdded = false
+		delay := min(c.cfg.InitialRebalanceDelay, g.joinRemaining)
+		g.joinRemaining = max(g.joinRemaining-delay, 0)
+		c.timers.schedule(joinKey(g.ID), delay, func() { c.onInitialJoinExpire(g) })
+		return
+	}
+	g.initialJoin = false
+	c.onCompleteJoin(g)
+}
+
+func (c *Coordinator) onJoinExpire(g *Group) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.is(PreparingRebalance) {
+		c.onCompleteJoin(g)
+	}
+}
+
+// onCompleteJoin is GroupCoordinator.onCompleteJoin.
+func (c *Coordinator) onCompleteJoin(g *Group) {
+	g.initialJoin = false
+	log := c.logger.WithField("group", g.ID)
+	for _, m := range g.notYetRejoinedMembers() {
+		if m.isStatic() {
+			continue
+		}
+		log.WithField("member_id", m.MemberID).Info("removing member that did not rejoin before the rebalance timeout")
+		g.remove(m.MemberID)
+		c.timers.cancel(hbKey(g.ID, m.MemberID))
+	}
+	if g.is(Dead) {
+		return
+	}
+	if !g.maybeElectNewJoinedLeader() && len(g.members) > 0 {
+		log.Error("group could not complete rebalance because no members rejoined")
+		c.timers.schedule(joinKey(g.ID), g.rebalanceTimeout(), func() { c.onJoinExpire(g) })
+		return
+	}
+	g.initNextGeneration(c.now())
+	if g.is(Empty) {
+		log.WithField("generation", g.generationID).Info("group is now empty")
+		c.storeGroup(g, nil, func(err *kerr.Error) {
+			if err != nil {
+				log.WithField("error", err.Message).Warn("failed to write the empty group's metadata")
+			}
+		})
+		return
+	}
+	log.WithFields(logrus.Fields{"generation": g.generationID, "protocol": *g.protocolName, "members": len(g.members)}).
+		Info("stabilized group")
+	for _, m := range g.allMembers() {
+		r := JoinResult{MemberID: m.MemberID, GenerationID: g.generationID, ProtocolType: g.protocolType,
+			ProtocolName: g.protocolName, LeaderID: g.leaderOrEmpty()}
+		if g.isLeader(m.MemberID) {
+			r.Members = g.currentMemberMetadata()
+		}
+		g.invokeJoin(m, r)
+		c.completeAndScheduleNextHeartbeatExpiration(g, m)
+		m.isNew = false
+		g.pendingSyncMembers[m.MemberID] = true
+	}
+	// DelayedSync: members that do not sync within the rebalance timeout are removed.
+	gen := g.generationID
+	c.timers.schedule(syncKey(g.ID), g.rebalanceTimeout(), func() { c.onExpirePendingSync(g, gen) })
+}
+
+func (c *Coordinator) onExpirePendingSync(g *Group, gen int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gen != g.generationID || !(g.is(CompletingRebalance) || g.is(Stable)) || len(g.pendingSyncMembers) == 0 {
+		return
+	}
+	var ids []string
+	for id := range g.pendingSyncMembers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		g.remove(id)
+		c.timers.cancel(hbKey(g.ID, id))
+	}
+	c.prepareRebalance(g, fmt.Sprintf("removing %v on pending sync request expiration", ids))
+}
+
+// completeAndScheduleNextHeartbeatExpiration resets the member's session timer.
+func (c *Coordinator) completeAndScheduleNextHeartbeatExpiration(g *Group, m *Member) {
+	c.completeAndScheduleNextExpiration(g, m, m.SessionTimeout)
+}
+
+func (c *Coordinator) completeAndScheduleNextExpiration(g *Group, m *Member, timeout time.Duration) {
+	m.heartbeatSatisfied = false
+	id := m.MemberID
+	c.timers.schedule(hbKey(g.ID, id), timeout, func() { c.onExpireHeartbeat(g, id) })
+}
+
+// onExpireHeartbeat is GroupCoordinator.onExpireHeartbeat.
+func (c *Coordinator) onExpireHeartbeat(g *Group, memberID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m, ok := g.members[memberID]
+	if !ok || g.is(Dead) || m.hasSatisfiedHeartbeat() {
+		return
+	}
+	c.logger.WithFields(logrus.Fields{"group": g.ID, "member_id": memberID, "state": g.state.String()}).
+		Info("member has failed (session timeout), removing it from the group")
+	c.removeMemberAndUpdateGroup(g, m, "removing member "+memberID+" on heartbeat expiration")
+}
+
+func (c *Coordinator) onExpirePendingMember(g *Group, memberID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pendingMembers[memberID] {
+		c.removePendingMemberAndUpdateGroup(g, memberID)
+	}
+}
+
+func (c *Coordinator) removePendingMemberAndUpdateGroup(g *Group, memberID string) {
+	g.remove(memberID)
+	c.timers.cancel(hbKey(g.ID, memberID))
+	if g.is(PreparingRebalance) {
+		c.checkAndCompleteJoin(g)
+	}
+}
+
+// removeMemberAndUpdateGroup is GroupCoordinator.removeMemberAndUpdateGroup.
+func (c *Coordinator) removeMemberAndUpdateGroup(g *Group, m *Member, reason string) {
+	g.invokeJoin(m, joinError(m.MemberID, kerr.UnknownMemberID))
+	g.invokeSync(m, SyncResult{Err: kerr.UnknownMemberID})
+	g.remove(m.MemberID)
+	c.timers.cancel(hbKey(g.ID, m.MemberID))
+	switch g.state {
+	case Stable, CompletingRebalance:
+		c.maybePrepareRebalance(g, reason)
+	case PreparingRebalance:
+		c.checkAndCompleteJoin(g)
+	}
+}
+
+// SyncRequest holds SyncGroup's parameters.
+type SyncRequest struct {
+	GroupID         string
+	GenerationID    int32
+	MemberID        string
+	GroupInstanceID *string
+	ProtocolType    *string // v5+
+	ProtocolName    *string // v5+
+	Assignments     map[string][]byte
+}
+
+// SyncGroup blocks until the member's assignment is known or ctx ends.
+func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) SyncResult {
+	ch := make(chan SyncResult, 1)
+	c.HandleSyncGroup(req, func(r SyncResult) { ch <- r })
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return SyncResult{Err: kerr.RebalanceInProgress}
+	}
+}
+
+// HandleSyncGroup is GroupCoordinator.handleSyncGroup.
+func (c *Coordinator) HandleSyncGroup(req SyncRequest, cb func(SyncResult)) {
+	if err := c.validateGroupStatus(req.GroupID, apiSync); err != nil {
+		if err == kerr.CoordinatorLoadInProgress {
+			// The group is loading: make the member rejoin once it is loaded.
+			err = kerr.RebalanceInProgress
+		}
+		cb(SyncResult{Err: err})
+		return
+	}
+	g := c.getGroup(req.GroupID)
+	if g == nil {
+		cb(SyncResult{Err: kerr.UnknownMemberID})
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.is(Dead) {
+		cb(SyncResult{Err: kerr.CoordinatorNotAvailable})
+		return
+	}
+	if err := g.validateCurrentMember(req.MemberID, req.GroupInstanceID); err != nil {
+		cb(SyncResult{Err: err})
+		return
+	}
+	switch {
+	case req.GenerationID != g.generationID:
+		cb(SyncResult{Err: kerr.IllegalGeneration})
+		return
+	case req.ProtocolType != nil && (g.protocolType == nil || *g.protocolType != *req.ProtocolType),
+		req.ProtocolName != nil && (g.protocolName == nil || *g.protocolName != *req.ProtocolName):
+		cb(SyncResult{Err: kerr.InconsistentGroupProtocol})
+		return
+	}
+	m := g.members[req.MemberID]
+	switch g.state {
+	case Empty:
+		cb(SyncResult{Err: kerr.UnknownMemberID})
+	case PreparingRebalance:
+		cb(SyncResult{Err: kerr.RebalanceInProgress})
+	case CompletingRebalance:
+		m.awaitingSync = cb
+		delete(g.pendingSyncMembers, req.MemberID)
+		c.completeAndScheduleNextHeartbeatExpiration(g, m)
+		if !g.isLeader(req.MemberID) {
+			return
+		}
+		assignment := map[string][]byte{}
+		for id, a := range req.Assignments {
+			if g.has(id) {
+				assignment[id] = a
+			}
+		}
+		for id := range g.members {
+			if _, ok := assignment[id]; !ok {
+				assignment[id] = []byte{}
+			}
+		}
+		gen := g.generationID
+		c.storeGroup(g, assignment, func(err *kerr.Error) {
+			// Another member may have joined meanwhile: act only if nothing moved.
+			if !g.is(CompletingRebalance) || gen != g.generationID {
+				return
+			}
+			if err != nil {
+				c.resetAndPropagateAssignmentError(g, err)
+				c.maybePrepareRebalance(g, "error when storing group assignment during SyncGroup (member: "+req.MemberID+")")
+				return
+			}
+			for id, a := range assignment {
+				if mm, ok := g.members[id]; ok {
+					mm.Assignment = a
+				}
+			}
+			c.propagateAssignment(g, nil)
+			g.transitionTo(Stable, c.now())
+			c.logger.WithFields(logrus.Fields{"group": g.ID, "generation": gen}).Info("assignment received from leader; group is stable")
+		})
+	case Stable:
+		delete(g.pendingSyncMembers, req.MemberID)
+		cb(SyncResult{ProtocolType: g.protocolType, ProtocolName: g.protocolName, Assignment: m.Assignment})
+		c.completeAndScheduleNextHeartbeatExpiration(g, m)
+	}
+}
+
+func (c *Coordinator) resetAndPropagateAssignmentError(g *Group, err *kerr.Error) {
+	for _, m := range g.members {
+		m.Assignment = []byte{}
+	}
+	c.propagateAssignment(g, err)
+}
+
+func (c *Coordinator) propagateAssignment(g *Group, err *kerr.Error) {
+	for _, m := range g.allMembers() {
+		r := SyncResult{Err: err, Assignment: m.Assignment}
+		if err == nil {
+			r.ProtocolType, r.ProtocolName = g.protocolType, g.protocolName
+		}
+		if g.invokeSync(m, r) {
+			c.completeAndScheduleNextHeartbeatExpiration(g, m)
+		}
+	}
+}
+
+// Heartbeat is GroupCoordinator.handleHeartbeat.
+func (c *Coordinator) Heartbeat(groupID, memberID string, instanceID *string, generation int32) *kerr.Error {
+	if err := c.validateGroupStatus(groupID, apiHeartbeat); err != nil {
+		if err == kerr.CoordinatorLoadInProgress {
+			return nil // the group is still loading: answer blindly, as Kafka does
+		}
+		return err
+	}
+	g := c.getGroup(groupID)
+	if g == nil {
+		return kerr.UnknownMemberID
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.is(Dead) {
+		return kerr.CoordinatorNotAvailable
+	}
+	if err := g.validateCurrentMember(memberID, instanceID); err != nil {
+		return err
+	}
+	if generation != g.generationID {
+		return kerr.IllegalGeneration
+	}
+	m := g.members[memberID]
+	switch g.state {
+	case Empty:
+		return kerr.UnknownMemberID
+	case PreparingRebalance:
+		c.completeAndScheduleNextHeartbeatExpiration(g, m)
+		return kerr.RebalanceInProgress
+	default:
+		c.completeAndScheduleNextHeartbeatExpiration(g, m)
+		return nil
+	}
+}
+
+// MemberIdentity names a member leaving (LeaveGroup v3+ batches).
+type MemberIdentity struct {
+	MemberID        string
+	GroupInstanceID *string
+	Reason          string
+}
+
+// LeaveGroup is GroupCoordinator.handleLeaveGroup: a top-level error, or one per member.
+func (c *Coordinator) LeaveGroup(groupID string, members []MemberIdentity) (*kerr.Error, []*kerr.Error) {
+	errs := make([]*kerr.Error, len(members))
+	if err := c.validateGroupStatus(groupID, apiLeave); err != nil {
+		return err, nil
+	}
+	g := c.getGroup(groupID)
+	if g == nil {
+		for i := range errs {
+			errs[i] = kerr.UnknownMemberID
+		}
+		return nil, errs
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.is(Dead) {
+		return kerr.CoordinatorNotAvailable, nil
+	}
+	for i, lm := range members {
+		reason := lm.Reason
+		if reason == "" {
+			reason = "not provided"
+		}
+		switch {
+		case lm.MemberID == "":
+			if cur, ok := g.currentStaticMemberID(lm.GroupInstanceID); ok {
+				c.removeCurrentMemberFromGroup(g, cur, reason)
+			} else {
+				errs[i] = kerr.UnknownMemberID
+			}
+		case g.pendingMembers[lm.MemberID]:
+			c.removePendingMemberAndUpdateGroup(g, lm.MemberID)
+		default:
+			if err := g.validateCurrentMember(lm.MemberID, lm.GroupInstanceID); err != nil {
+				errs[i] = err
+			} else {
+				c.removeCurrentMemberFromGroup(g, lm.MemberID, reason)
+			}
+		}
+	}
+	return nil, errs
+}
+
+func (c *Coordinator) removeCurrentMemberFromGroup(g *Group, memberID, reason string) {
+	m := g.members[memberID]
+	m.isLeaving = true
+	c.logger.WithFields(logrus.Fields{"group": g.ID, "member_id": memberID, "reason": reason}).Info("member is leaving the group")
+	c.removeMemberAndUpdateGroup(g, m, "removing member "+memberID+" on LeaveGroup; client reason: "+reason)
+}
+
+// MemberSummary is one member in DescribeGroups.
+type MemberSummary struct {
+	MemberID        string
+	GroupInstanceID *string
+	ClientID        string
+	ClientHost      string
+	Metadata        []byte
+	Assignment      []byte
+}
+
+// GroupSummary is GroupSummary (DescribeGroups).
+type GroupSummary struct {
+	State        string
+	ProtocolType string
+	Protocol     string
+	Members      []MemberSummary
+}
+
+// DescribeGroup is GroupCoordinator.handleDescribeGroup; an unknown group is "Dead".
+func (c *Coordinator) DescribeGroup(groupID string) (GroupSummary, *kerr.Error) {
+	if err := c.validateGroupStatus(groupID, apiDescribe); err != nil {
+		return GroupSummary{State: Dead.String()}, err
+	}
+	g := c.getGroup(groupID)
+	if g == nil {
+		return GroupSummary{State: Dead.String()}, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := GroupSummary{State: g.state.String()}
+	if g.protocolType != nil {
+		s.ProtocolType = *g.protocolType
+	}
+	stable := g.is(Stable) && g.protocolName != nil
+	if stable {
+		s.Protocol = *g.protocolName
+	}
+	for _, m := range g.allMembers() {
+		ms := MemberSummary{MemberID: m.MemberID, GroupInstanceID: m.GroupInstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			Metadata: []byte{}, Assignment: []byte{}}
+		if stable {
+			ms.Metadata, ms.Assignment = m.metadata(s.Protocol), m.Assignment
+		}
+		s.Members = append(s.Members, ms)
+	}
+	return s, nil
+}
+
+// GroupOverview is one group in ListGroups.
+type GroupOverview struct {
+	GroupID      string
+	ProtocolType string
+	State        string
+}
+
+// ListGroups is GroupCoordinator.handleListGroups: the loaded groups whose state is in
+// states (all if empty); COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
+func (c *Coordinator) ListGroups(states []string) ([]GroupOverview, *kerr.Error) {
+	c.mu.Lock()
+	active := c.mu.active
+	loading := len(c.mu.loading) > 0
+	groups := make([]*Group, 0, len(c.mu.groups))
+	for _, g := range c.mu.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	if !active {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	want := map[string]bool{}
+	for _, s := range states {
+		want[s] = true
+	}
+	var out []GroupOverview
+	for _, g := range groups {
+		g.mu.Lock()
+		o := GroupOverview{GroupID: g.ID, State: g.state.String()}
+		if g.protocolType != nil {
+			o.ProtocolType = *g.protocolType
+		}
+		g.mu.Unlock()
+		if len(want) == 0 || want[o.State] {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GroupID < out[j].GroupID })
+	var err *kerr.Error
+	if loading {
+		err = kerr.CoordinatorLoadInProgress
+	}
+	return out, err
+}
+
+// DeleteGroups is GroupCoordinator.handleDeleteGroups: only Empty groups are deleted, with
+// tombstones for the group and its offsets.
+func (c *Coordinator) DeleteGroups(ctx context.Context, groupIDs []string) map[string]*kerr.Error {
+	out := map[string]*kerr.Error{}
+	var eligible []*Group
+	for _, id := range groupIDs {
+		if err := c.validateGroupStatus(id, apiDelete); err != nil {
+			out[id] = err
+			continue
+		}
+		g := c.getGroup(id)
+		if g == nil {
+			out[id] = kerr.GroupIDNotFound
+			continue
+		}
+		g.mu.Lock()
+		switch g.state {
+		case Dead:
+			out[id] = kerr.GroupIDNotFound
+		case Empty:
+			g.transitionTo(Dead, c.now())
+			eligible = append(eligible, g)
+		default:
+			out[id] = kerr.NonEmptyGroup
+		}
+		g.mu.Unlock()
+	}
+	if len(eligible) > 0 {
+		c.cleanupGroupMetadata(ctx, eligible, func(g *Group) []TopicPartition {
+			tps := make([]TopicPartition, 0, len(g.offsets))
+			for tp := range g.offsets {
+				tps = append(tps, tp)
+			}
+			return tps
+		})
+		for _, g := range eligible {
+			out[g.ID] = nil
+		}
+	}
+	return out
+}
+
+// Loaded reports whether offsets partition p is loaded here (tests, metrics).
+func (c *Coordinator) Loaded(p int32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, owned := c.mu.owned[p]
+	return owned && !c.mu.loading[p]
+}

@@ -1,0 +1,181 @@
+package group
+
+// records.go holds the __consumer_offsets record schemas (GroupMetadataManager's
+// offsetCommitKey/offsetCommitValue/groupMetadataKey/groupMetadataValue, from
+// group-coordinator/src/main/resources/common/message/*.json). Every key and value starts
+// with an int16 schema version; the key version tells the record type:
+//
+//	offset commit key v1:  int16 1 | string group | string topic | int32 partition
+//	offset commit value v3: int16 3 | int64 offset | int32 leaderEpoch | string metadata | int64 commitTimestamp
+//	  (v1 when an expire timestamp is set: int16 1 | int64 offset | string metadata | int64 commit | int64 expire)
+//	group metadata key v2: int16 2 | string group
+//	group metadata value v3: int16 3 | string protocolType | int32 generation | nullable protocol |
+//	  nullable leader | int64 currentStateTimestamp | [int32 n]{memberId, nullable instanceId, clientId,
+//	  clientHost, int32 rebalanceTimeout, int32 sessionTimeout, bytes subscription, bytes assignment}
+//
+// A null value (tombstone) deletes the offset or the group. kmsg encodes and decodes them.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/internal/recordbatch"
+)
+
+// ErrUnknownRecordKey is returned for a key version this coordinator does not know
+// (Kafka throws IllegalStateException: "Unknown version ... for group metadata message").
+var ErrUnknownRecordKey = errors.New("group: unknown __consumer_offsets key version")
+
+// TopicPartition names a partition of a consumed topic in an offset commit.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// OffsetAndMetadata is Kafka's OffsetAndMetadata.
+type OffsetAndMetadata struct {
+	Offset          int64
+	LeaderEpoch     int32 // -1: none
+	Metadata        string
+	CommitTimestamp int64 // ms
+	ExpireTimestamp int64 // ms; -1: none (only OffsetCommit v2-v4 with a retention time set)
+}
+
+// OffsetCommitKey encodes an offset commit key (v1).
+func OffsetCommitKey(group string, tp TopicPartition) []byte {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, tp.Topic, tp.Partition
+	return k.AppendTo(nil)
+}
+
+// OffsetCommitValue encodes an offset commit value: v3, or v1 when an expire timestamp is
+// set (GroupMetadataManager.offsetCommitValue).
+func OffsetCommitValue(o OffsetAndMetadata) []byte {
+	v := kmsg.NewOffsetCommitValue()
+	v.Offset, v.Metadata, v.CommitTimestamp = o.Offset, o.Metadata, o.CommitTimestamp
+	if o.ExpireTimestamp >= 0 {
+		v.Version, v.ExpireTimestamp = 1, o.ExpireTimestamp
+	} else {
+		v.Version, v.LeaderEpoch = 3, o.LeaderEpoch
+	}
+	return v.AppendTo(nil)
+}
+
+// GroupMetadataKey encodes a group metadata key (v2).
+func GroupMetadataKey(group string) []byte {
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, group
+	return k.AppendTo(nil)
+}
+
+// GroupMetadataValue encodes a group metadata value (v3).
+func GroupMetadataValue(v *kmsg.GroupMetadataValue) []byte {
+	v.Version = 3
+	return v.AppendTo(nil)
+}
+
+// DecodedRecord is one __consumer_offsets record: an offset commit or a group record; a nil
+// Offset or Group value means a tombstone.
+type DecodedRecord struct {
+	IsOffset bool
+	Group    string
+	TP       TopicPartition     // offset records
+	Offset   *OffsetAndMetadata // nil: tombstone
+	Value    *kmsg.GroupMetadataValue
+}
+
+// DecodeRecord reads one record's key and value (GroupMetadataManager.readMessageKey and
+// readOffsetMessageValue/readGroupMessageValue). Values of versions 0-4 are accepted.
+func DecodeRecord(key, value []byte) (DecodedRecord, error) {
+	if len(key) < 2 {
+		return DecodedRecord{}, fmt.Errorf("%w: key of %d bytes", ErrUnknownRecordKey, len(key))
+	}
+	version := int16(key[0])<<8 | int16(key[1])
+	switch version {
+	case 0, 1:
+		k := kmsg.NewOffsetCommitKey()
+		if err := k.ReadFrom(key); err != nil {
+			return DecodedRecord{}, fmt.Errorf("decode offset commit key: %w", err)
+		}
+		r := DecodedRecord{IsOffset: true, Group: k.Group, TP: TopicPartition{k.Topic, k.Partition}}
+		if value == nil {
+			return r, nil
+		}
+		v := kmsg.NewOffsetCommitValue()
+		if err := v.ReadFrom(value); err != nil {
+			return DecodedRecord{}, fmt.Errorf("decode offset commit value of %s: %w", k.Group, err)
+		}
+		o := OffsetAndMetadata{Offset: v.Offset, LeaderEpoch: -1, Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: -1}
+		if v.Version >= 3 {
+			o.LeaderEpoch = v.LeaderEpoch
+		}
+		if v.Version == 1 {
+			o.ExpireTimestamp = v.ExpireTimestamp
+		}
+		r.Offset = &o
+		return r, nil
+	case 2:
+		k := kmsg.NewGroupMetadataKey()
+		if err := k.ReadFrom(key); err != nil {
+			return DecodedRecord{}, fmt.Errorf("decode group metadata key: %w", err)
+		}
+		r := DecodedRecord{Group: k.Group}
+		if value == nil {
+			return r, nil
+		}
+		v := kmsg.NewGroupMetadataValue()
+		if err := v.ReadFrom(value); err != nil {
+			return DecodedRecord{}, fmt.Errorf("decode group metadata value of %s: %w", k.Group, err)
+		}
+		r.Value = &v
+		return r, nil
+	}
+	return DecodedRecord{}, fmt.Errorf("%w: %d", ErrUnknownRecordKey, version)
+}
+
+// kv is one record to append.
+type kv struct{ key, value []byte }
+
+// buildBatch encodes records as one uncompressed v2 batch stamped with now
+// (offsets.topic.compression.codec defaults to none).
+func buildBatch(now time.Time, recs []kv) ([]byte, error) {
+	ts := now.UnixMilli()
+	rs := make([]recordbatch.Record, len(recs))
+	for i, r := range recs {
+		rs[i] = recordbatch.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value}
+	}
+	h := recordbatch.Header{LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: ts, MaxTimestamp: ts,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	b, err := recordbatch.Build(h, rs, recordbatch.None)
+	if err != nil {
+		return nil, fmt.Errorf("build offsets batch: %w", err)
+	}
+	return b, nil
+}
+
+// forEachRecord walks the records of raw batches (as read from the log); control and
+// transactional batches are skipped (no transactional offset commits yet).
+func forEachRecord(raw []byte, fn func(offset int64, key, value []byte) error) (next int64, err error) {
+	next = -1
+	for len(raw) > 0 {
+		b, rest, err := recordbatch.Next(raw)
+		if err != nil {
+			return next, nil // a partial batch at the end of a read: the caller reads on from next
+		}
+		raw = rest
+		next = b.NextOffset()
+		if b.Control() || b.Transactional() {
+			continue
+		}
+		base := b.BaseOffset()
+		if err := b.ForEachRecord(false, func(r *recordbatch.Record) error {
+			return fn(base+int64(r.OffsetDelta), r.Key, r.Value)
+		}); err != nil {
+			return next, err
+		}
+	}
+	return next, nil
+}
