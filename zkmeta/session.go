@@ -638,10 +638,19 @@ func (c *Client) convertEvent(ev zk.Event) Event {
 // ---- multi ----
 
 // checkedMulti runs ops atomically behind check(/controller_epoch, ctrlEpochZkVersion), as
-// every controller write in Kafka does (KafkaZkClient.wrapRequestWithControllerEpochCheck).
+// every controller write in Kafka does (KafkaZkClient.wrapRequestWithControllerEpochCheck),
+// and behind check(/controller, version 0): /controller exists. Every election creates
+// /controller and bumps the epoch in one multi, so both checks pass only while the znode of
+// the election that produced ctrlEpochZkVersion exists. The second check is samsa's: it fences
+// a controller whose session ended (its ephemeral /controller is gone) before another broker
+// has bumped the epoch, e.g. when go-zookeeper sends a write queued while disconnected in its
+// next session (Kafka blocks its new session until the controller has resigned instead).
 // A failed check is ErrControllerMoved; other failures map to the failing op's error.
 func (c *Client) checkedMulti(op, path string, ctrlEpochZkVersion int32, ops ...any) ([]zk.MultiResponse, error) {
-	all := append([]any{&zk.CheckVersionRequest{Path: c.abs(ControllerEpochPath), Version: ctrlEpochZkVersion}}, ops...)
+	all := append([]any{
+		&zk.CheckVersionRequest{Path: c.abs(ControllerEpochPath), Version: ctrlEpochZkVersion},
+		&zk.CheckVersionRequest{Path: c.abs(ControllerPath), Version: 0},
+	}, ops...)
 	var res []zk.MultiResponse
 	err := c.do(func() error {
 		var err error
@@ -651,7 +660,7 @@ func (c *Client) checkedMulti(op, path string, ctrlEpochZkVersion int32, ops ...
 	if err != nil {
 		return nil, err
 	}
-	return res[1:], nil
+	return res[2:], nil
 }
 
 // multi runs ops atomically. On failure the error is that of the first failing op; a failed
@@ -667,6 +676,9 @@ func (c *Client) multi(op, path string, ops ...any) ([]zk.MultiResponse, error) 
 		}
 		if chk, ok := ops[i].(*zk.CheckVersionRequest); ok && chk.Path == c.abs(ControllerEpochPath) {
 			return res, fmt.Errorf("%s %s: controller epoch zkVersion %d no longer current: %w", op, path, chk.Version, ErrControllerMoved)
+		}
+		if chk, ok := ops[i].(*zk.CheckVersionRequest); ok && chk.Path == c.abs(ControllerPath) {
+			return res, fmt.Errorf("%s %s: /controller is gone (%v): %w", op, path, r.Error, ErrControllerMoved)
 		}
 		return res, mapErr(op, path, r.Error)
 	}
