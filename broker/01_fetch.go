@@ -13,6 +13,8 @@ package broker
 //     session (epoch 0) is served without one (response session id 0, as Kafka does when
 //     no slot is free); an incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND,
 //     so the client falls back to full fetches; epoch -1 is a sessionless full fetch.
+//   - v12+ LastFetchedEpoch: a fetcher whose last fetched epoch diverges from the log gets
+//     DivergingEpoch and no records (KIP-595 truncate-on-fetch, used by followers).
 //   - v13+ topics by id (UNKNOWN_TOPIC_ID); v16 CurrentLeader and NodeEndpoints on
 //     NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (KIP-951).
 // Deviations: v0-v3 (down-conversion to old message formats) are not served; record bytes
@@ -41,12 +43,13 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		return resp, nil
 	}
 
-	replicaID := req.ReplicaID
+	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if req.Version >= 15 {
-		replicaID = req.ReplicaState.ID
+		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
 	params := FetchParams{
 		ReplicaID:      replicaID,
+		ReplicaEpoch:   replicaEpoch,
 		MaxWait:        time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
 		MinBytes:       req.MinBytes,
 		MaxBytes:       min(req.MaxBytes, a.fetchMaxBytes()),
@@ -90,6 +93,7 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 				LogStartOffset:     rp.LogStartOffset,
 				MaxBytes:           rp.PartitionMaxBytes,
 				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+				LastFetchedEpoch:   lastFetchedEpoch(req.Version, rp.LastFetchedEpoch),
 			})
 		}
 		resp.Topics = append(resp.Topics, respTopic)
@@ -110,6 +114,9 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 			continue
 		}
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+		if r.Diverging {
+			p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset = r.DivergingEpoch, r.DivergingEndOffset
+		}
 		if params.IsolationLevel == 1 {
 			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
@@ -140,6 +147,14 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		}
 	}
 	return resp, nil
+}
+
+// lastFetchedEpoch is the partition's LastFetchedEpoch from v12 on, else -1 (not sent).
+func lastFetchedEpoch(version int16, epoch int32) int32 {
+	if version < 12 {
+		return -1
+	}
+	return epoch
 }
 
 // defaultFetchMaxBytes is fetch.max.bytes (55 MiB), the broker's cap on a consumer fetch

@@ -5,6 +5,7 @@ package broker
 // v5+ static membership; v9 SkipAssignment. The request waits for the rebalance.
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -38,7 +39,9 @@ func (a *APIs) handleJoinGroup(ctx context.Context, rc *RequestContext, req *kms
 		jr.Reason = *req.Reason
 	}
 	for _, p := range req.Protocols {
-		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+		// Copy: the request's bytes alias the connection's frame buffer, reused for the
+		// next request, and the group keeps member metadata.
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	r := a.groupCoordinator().JoinGroup(ctx, jr)
 	resp.ErrorCode = errCode(r.Err)

@@ -5,6 +5,7 @@ package broker
 // the leader's assignment.
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,7 +29,8 @@ func (a *APIs) handleSyncGroup(ctx context.Context, rc *RequestContext, req *kms
 		sr.ProtocolType, sr.ProtocolName = req.ProtocolType, req.Protocol
 	}
 	for _, ga := range req.GroupAssignment {
-		sr.Assignments[ga.MemberID] = ga.MemberAssignment
+		// Copy: the bytes alias the connection's reused frame buffer; the group keeps them.
+		sr.Assignments[ga.MemberID] = bytes.Clone(ga.MemberAssignment)
 	}
 	r := a.groupCoordinator().SyncGroup(ctx, sr)
 	resp.ErrorCode = errCode(r.Err)

@@ -292,7 +292,10 @@ func (b *Broker) start(ctx context.Context) error {
 		Metadata:    b.metadata,
 		TopicConfig: zk.GetTopicConfig,
 		Log:         log,
+		BrokerEpoch: b.BrokerEpoch,
 	})
+	// Replica fetchers, AlterPartition sender, ISR expiration (ReplicaManager.startup).
+	b.replicas.Startup(b.runCtx)
 	b.ctrl = controller.New(controller.Config{
 		BrokerID:                    b.brokerID,
 		InterBrokerListenerName:     cfg.InterBrokerListenerName,
@@ -349,6 +352,7 @@ func (b *Broker) start(ctx context.Context) error {
 	log.WithFields(logrus.Fields{"broker_epoch": epoch, "endpoints": endpointList(info.Endpoints)}).Info("registered broker")
 	b.wg.Add(1)
 	go b.watchSession(sessionEvents)
+	b.startConfigChangeListener() // ZkConfigManager.startup (config_handler.go)
 
 	// Controller election and event loop.
 	ctrlCtx, ctrlStop := context.WithCancel(b.runCtx)

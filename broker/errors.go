@@ -54,6 +54,8 @@ var errorTable = []struct {
 	{logstore.ErrKafkaStorage, kerr.KafkaStorageError},
 	{logstore.ErrInvalidConfig, kerr.InvalidConfig},
 	{logstore.ErrClosed, kerr.NotLeaderForPartition}, // the log went away under us: the partition moved or was deleted
+	{logstore.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{logstore.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 
 	// broker
 	{ErrNotLeaderOrFollower, kerr.NotLeaderForPartition},

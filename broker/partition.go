@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-kafka/samsa/logstore"
 )
@@ -21,6 +22,13 @@ type replicaState struct {
 	lastFetchLeaderLEO int64
 	lastFetchTime      time.Time
 	lastCaughtUpTime   time.Time
+	brokerEpoch        int64 // from the follower's Fetch (v15+ ReplicaState), -1 if not sent
+}
+
+// isCaughtUp is Kafka's ReplicaState.isCaughtUp: at the leader's LEO, or caught up within
+// replica.lag.time.max.ms.
+func (rs *replicaState) isCaughtUp(leaderLEO int64, now time.Time, lagMax time.Duration) bool {
+	return rs.logEndOffset == leaderLEO || now.Sub(rs.lastCaughtUpTime) <= lagMax
 }
 
 // Partition is safe for concurrent use.
@@ -49,15 +57,29 @@ type Partition struct {
 		isr                    []int32
 		adding, removing       []int32
 		remotes                map[int32]*replicaState // followers, when leader
+		// Kafka 3.7's PartitionState: while an AlterPartition proposal is in flight
+		// (pending != nil) the leader acts on maximalISR (old ISR ∪ added) for the HW and
+		// acks, makes no other proposal, and commits isr only when the controller accepts.
+		// A proposal refused as stale stays pending until the next LeaderAndIsr.
+		maximalISR []int32
+		pending    *isrProposal
 	}
-	hwMu sync.Mutex
+	hooks *partitionHooks
+	hwMu  sync.Mutex
 
 	watchMu  sync.Mutex
 	watchers map[*waiter]struct{}
 }
 
+// partitionHooks connect a Partition to its ReplicaManager: sending an ISR proposal
+// (AlterPartitionManager) and broker liveness from the metadata cache. Nil fields disable.
+type partitionHooks struct {
+	alterPartition func(p *Partition, prop *isrProposal)
+	isBrokerAlive  func(id int32) bool
+}
+
 func newPartition(tp logstore.TopicPartition, localBrokerID int32, lagMax time.Duration, now func() time.Time, log *logrus.Entry) *Partition {
-	p := &Partition{tp: tp, localBrokerID: localBrokerID, lagMax: lagMax, now: now, watchers: map[*waiter]struct{}{},
+	p := &Partition{tp: tp, localBrokerID: localBrokerID, lagMax: lagMax, now: now, watchers: map[*waiter]struct{}{}, hooks: &partitionHooks{},
 		log: log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition})}
 	p.mu.leaderID = NoLeader
 	p.mu.leaderEpoch = -1
@@ -169,6 +191,8 @@ func (p *Partition) setStateLocked(s partitionStateChange, l *logstore.Log) {
 	p.mu.partitionEpoch = s.partitionEpoch
 	p.mu.replicas = slices.Clone(s.replicas)
 	p.mu.isr = slices.Clone(s.isr)
+	p.mu.maximalISR = slices.Clone(s.isr)
+	p.mu.pending = nil // a LeaderAndIsr ends any proposal in flight
 	p.mu.adding = slices.Clone(s.adding)
 	p.mu.removing = slices.Clone(s.removing)
 }
@@ -236,9 +260,10 @@ func (p *Partition) appendRecordsToLeader(records []byte, acks int16) (logstore.
 	return info, nil
 }
 
-// maybeIncrementLeaderHW (Partition.maybeIncrementLeaderHW): HW = min LEO over the leader
-// and every ISR follower (and followers caught up to the HW, who are about to join); it only
-// moves forward, and not at all while the ISR is below the effective min.insync.replicas.
+// maybeIncrementLeaderHW (Partition.maybeIncrementLeaderHW): HW = min LEO over the leader,
+// every follower in the maximal ISR, and every caught-up follower eligible to join it; it
+// only moves forward, and not at all while the committed ISR is below the effective
+// min.insync.replicas (Kafka 3.7, KAFKA-15583).
 func (p *Partition) maybeIncrementLeaderHW() bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -252,15 +277,14 @@ func (p *Partition) maybeIncrementLeaderHW() bool {
 	p.hwMu.Lock()
 	defer p.hwMu.Unlock()
 	oldHW := l.HighWatermark()
-	newHW := l.LogEndOffset()
+	leaderLEO := l.LogEndOffset()
+	newHW := leaderLEO
+	now := p.now()
 	for id, rs := range p.mu.remotes {
-		inISR := slices.Contains(p.mu.isr, id)
-		caughtUp := rs.logEndOffset >= oldHW && p.now().Sub(rs.lastCaughtUpTime) <= p.replicaLagMax()
-		if inISR || caughtUp {
-			if rs.logEndOffset < 0 { // unknown: an ISR follower that has not fetched yet holds the HW
-				return false
-			}
-			newHW = min(newHW, rs.logEndOffset)
+		wait := slices.Contains(p.mu.maximalISR, id) ||
+			(rs.isCaughtUp(leaderLEO, now, p.lagMax) && p.isReplicaISREligibleLocked(id))
+		if wait && rs.logEndOffset < newHW {
+			newHW = rs.logEndOffset // -1 (not fetched yet) holds the HW where it is
 		}
 	}
 	if newHW <= oldHW {
@@ -270,18 +294,23 @@ func (p *Partition) maybeIncrementLeaderHW() bool {
 	return true
 }
 
+// isReplicaISREligibleLocked: the follower's broker is alive (ZK mode's isReplicaIsrEligible).
+func (p *Partition) isReplicaISREligibleLocked(id int32) bool {
+	if p.hooks.isBrokerAlive == nil {
+		return true
+	}
+	return p.hooks.isBrokerAlive(id)
+}
+
 // replicaLagMax is replica.lag.time.max.ms.
 func (p *Partition) replicaLagMax() time.Duration { return p.lagMax }
 
 // updateFollowerFetchState (Partition.updateFollowerFetchState) records a follower's fetch
-// offset as its LEO and recomputes the HW. ISR expansion comes with replication.
-func (p *Partition) updateFollowerFetchState(replicaID int32, fetchOffset int64) {
+// offset as its LEO, given the leader's LEO when the fetch was read, then tries to expand
+// the ISR and advance the HW.
+func (p *Partition) updateFollowerFetchState(replicaID int32, fetchOffset, leaderLEO, brokerEpoch int64) {
 	p.mu.RLock()
 	rs, ok := p.mu.remotes[replicaID]
-	var leaderLEO int64
-	if ok && p.mu.log != nil {
-		leaderLEO = p.mu.log.LogEndOffset()
-	}
 	p.mu.RUnlock()
 	if !ok {
 		return
@@ -296,10 +325,158 @@ func (p *Partition) updateFollowerFetchState(replicaID int32, fetchOffset int64)
 	rs.logEndOffset = fetchOffset
 	rs.lastFetchLeaderLEO = leaderLEO
 	rs.lastFetchTime = now
+	rs.brokerEpoch = brokerEpoch
 	p.hwMu.Unlock()
+	p.maybeExpandISR(replicaID)
 	if p.maybeIncrementLeaderHW() {
 		p.notify()
 	}
+}
+
+// isrProposal is one AlterPartition in flight (Kafka's PendingExpandIsr/PendingShrinkIsr).
+type isrProposal struct {
+	tp             logstore.TopicPartition
+	topicID        [16]byte
+	leaderEpoch    int32
+	partitionEpoch int32
+	newISR         []int32
+	brokerEpochs   map[int32]int64 // follower broker epochs from their fetches (-1: unknown)
+	expand         bool
+}
+
+// maybeExpandISR (Partition.maybeExpandIsr): a follower not in the ISR joins once its LEO
+// reached the HW and the start of the leader's current epoch, and its broker is alive.
+func (p *Partition) maybeExpandISR(replicaID int32) {
+	p.mu.Lock()
+	prop := p.expandProposalLocked(replicaID)
+	p.mu.Unlock()
+	if prop != nil {
+		p.send(prop)
+	}
+}
+
+func (p *Partition) expandProposalLocked(replicaID int32) *isrProposal {
+	l := p.mu.log
+	if l == nil || p.mu.leaderID != p.localBrokerID || p.mu.pending != nil || slices.Contains(p.mu.isr, replicaID) {
+		return nil
+	}
+	rs, ok := p.mu.remotes[replicaID]
+	if !ok || rs.logEndOffset < l.HighWatermark() || rs.logEndOffset < p.mu.leaderEpochStartOffset ||
+		!p.isReplicaISREligibleLocked(replicaID) {
+		return nil
+	}
+	newISR := append(slices.Clone(p.mu.isr), replicaID)
+	return p.proposeLocked(newISR, true)
+}
+
+// proposeLocked records a pending ISR change: with an expansion the maximal ISR includes
+// the new member at once (so the HW waits for it); a shrink keeps the old ISR as maximal
+// until the controller commits it. Caller holds mu for writing.
+func (p *Partition) proposeLocked(newISR []int32, expand bool) *isrProposal {
+	prop := &isrProposal{tp: p.tp, topicID: p.mu.topicID, leaderEpoch: p.mu.leaderEpoch, partitionEpoch: p.mu.partitionEpoch,
+		newISR: newISR, brokerEpochs: map[int32]int64{}, expand: expand}
+	for _, id := range newISR {
+		prop.brokerEpochs[id] = -1
+		if rs, ok := p.mu.remotes[id]; ok {
+			prop.brokerEpochs[id] = rs.brokerEpoch
+		}
+	}
+	p.mu.pending = prop
+	if expand {
+		p.mu.maximalISR = slices.Clone(newISR)
+	} else {
+		p.mu.maximalISR = slices.Clone(p.mu.isr)
+	}
+	p.log.WithFields(logrus.Fields{"component": "state.change", "isr": p.mu.isr, "new_isr": newISR, "leader_epoch": p.mu.leaderEpoch,
+		"partition_epoch": p.mu.partitionEpoch}).Info("proposing ISR change")
+	return prop
+}
+
+func (p *Partition) send(prop *isrProposal) {
+	if p.hooks.alterPartition != nil {
+		p.hooks.alterPartition(p, prop)
+	}
+}
+
+// maybeShrinkISR (Partition.maybeShrinkIsr), run every replica.lag.time.max.ms/2: ISR
+// followers that have not caught up within replica.lag.time.max.ms are proposed out.
+func (p *Partition) maybeShrinkISR() {
+	p.mu.Lock()
+	var prop *isrProposal
+	if l := p.mu.log; l != nil && p.mu.leaderID == p.localBrokerID && p.mu.pending == nil {
+		leaderLEO, now := l.LogEndOffset(), p.now()
+		var outOfSync []int32
+		for _, id := range p.mu.isr {
+			if id == p.localBrokerID {
+				continue
+			}
+			rs, ok := p.mu.remotes[id]
+			if !ok || !rs.isCaughtUp(leaderLEO, now, p.lagMax) {
+				outOfSync = append(outOfSync, id)
+			}
+		}
+		if len(outOfSync) > 0 {
+			newISR := slices.DeleteFunc(slices.Clone(p.mu.isr), func(id int32) bool { return slices.Contains(outOfSync, id) })
+			p.log.WithFields(logrus.Fields{"out_of_sync": outOfSync, "leader_log_end_offset": leaderLEO,
+				"high_watermark": l.HighWatermark()}).Info("shrinking ISR: followers not caught up within replica.lag.time.max.ms")
+			prop = p.proposeLocked(newISR, false)
+		}
+	}
+	p.mu.Unlock()
+	if prop != nil {
+		p.send(prop)
+	}
+}
+
+// alterPartitionResult is the outcome of one proposal: the controller's state on success,
+// or its error code.
+type alterPartitionResult struct {
+	code           int16
+	leaderEpoch    int32
+	partitionEpoch int32
+	isr            []int32
+}
+
+// handleAlterPartitionResult (Partition.sendAlterPartitionRequest's callback): commit the
+// controller's ISR on success; on INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED go back to
+// the committed state (the controller says it applied nothing); on any other error
+// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, ...) stay pending, so this leader makes no
+// further ISR change on stale state until the next LeaderAndIsr.
+func (p *Partition) handleAlterPartitionResult(prop *isrProposal, r alterPartitionResult) {
+	p.mu.Lock()
+	if p.mu.pending != prop {
+		p.mu.Unlock()
+		return // superseded by a LeaderAndIsr
+	}
+	log := p.log.WithFields(logrus.Fields{"component": "state.change", "new_isr": prop.newISR, "leader_epoch": prop.leaderEpoch,
+		"partition_epoch": prop.partitionEpoch})
+	committed := false
+	switch {
+	case r.code == 0:
+		if r.leaderEpoch != p.mu.leaderEpoch || r.partitionEpoch < p.mu.partitionEpoch {
+			log.WithFields(logrus.Fields{"resp_leader_epoch": r.leaderEpoch, "resp_partition_epoch": r.partitionEpoch}).
+				Info("ignoring AlterPartition response for another leader or partition epoch")
+			break
+		}
+		p.mu.isr = slices.Clone(r.isr)
+		p.mu.maximalISR = slices.Clone(r.isr)
+		p.mu.partitionEpoch = r.partitionEpoch
+		p.mu.pending = nil
+		committed = true
+		log.WithFields(logrus.Fields{"isr": r.isr, "new_partition_epoch": r.partitionEpoch}).Info("ISR updated")
+	case r.code == kerr.IneligibleReplica.Code || r.code == kerr.OperationNotAttempted.Code:
+		p.mu.maximalISR = slices.Clone(p.mu.isr)
+		p.mu.pending = nil
+		log.WithField("error_code", r.code).Info("AlterPartition not applied; back to the committed ISR")
+	default:
+		log.WithField("error", kerr.ErrorForCode(r.code)).
+			Warn("AlterPartition refused; no further ISR changes until the next LeaderAndIsr")
+	}
+	p.mu.Unlock()
+	if committed && p.maybeIncrementLeaderHW() {
+		p.notify()
+	}
+	p.notify() // acks=all waiters re-check against the new ISR
 }
 
 // waiter is a pending delayed operation's wake-up channel (capacity 1).
@@ -338,4 +515,32 @@ func (p *Partition) notify() {
 		default: // already signalled
 		}
 	}
+}
+
+func (p *Partition) topicIDSnapshot() [16]byte {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.mu.topicID
+}
+
+// appendRecordsToFollower (Partition.appendRecordsToFollowerOrFutureReplica) appends
+// fetched batches with the leader's offsets, unless this broker became leader meanwhile.
+func (p *Partition) appendRecordsToFollower(records []byte) (logstore.AppendInfo, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.mu.log == nil || p.mu.leaderID == p.localBrokerID {
+		return logstore.AppendInfo{}, fmt.Errorf("%s: not a follower: %w", p.tp, ErrNotLeaderOrFollower)
+	}
+	info, err := p.mu.log.AppendAsFollower(records)
+	if err != nil {
+		return info, fmt.Errorf("append to follower %s: %w", p.tp, err)
+	}
+	return info, nil
+}
+
+// isPending reports whether prop is still the partition's proposal in flight.
+func (p *Partition) isPending(prop *isrProposal) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.mu.pending == prop
 }

@@ -27,8 +27,9 @@ func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64) (bool, 
 	if p.mu.log.HighWatermark() < requiredOffset {
 		return false, nil
 	}
-	if len(p.mu.isr) < p.effectiveMinISRLocked() {
-		return true, fmt.Errorf("%s: ISR size %d below min.insync.replicas: %w", p.tp, len(p.mu.isr), ErrNotEnoughReplicasAfter)
+	// Kafka compares the maximal ISR (committed ∪ pending additions) here.
+	if len(p.mu.maximalISR) < p.effectiveMinISRLocked() {
+		return true, fmt.Errorf("%s: ISR size %d below min.insync.replicas: %w", p.tp, len(p.mu.maximalISR), ErrNotEnoughReplicasAfter)
 	}
 	return true, nil
 }
@@ -91,6 +92,7 @@ func waitForProduce(ctx context.Context, now func() time.Time, timeout time.Dura
 // FetchParams are the request-wide fetch settings (Kafka's FetchParams).
 type FetchParams struct {
 	ReplicaID      int32 // -1 consumer, >= 0 follower broker
+	ReplicaEpoch   int64 // the follower's broker epoch (Fetch v15+ ReplicaState), -1 if not sent
 	MaxWait        time.Duration
 	MinBytes       int32
 	MaxBytes       int32 // response limit (v3+); the first batch is returned even if larger (KIP-74)
@@ -104,6 +106,7 @@ type FetchPartitionRequest struct {
 	LogStartOffset     int64 // the follower's, -1 for consumers
 	MaxBytes           int32
 	CurrentLeaderEpoch int32 // -1: not sent
+	LastFetchedEpoch   int32 // v12+, -1: not sent
 }
 
 // FetchPartitionResult is one partition's data and offsets.
@@ -113,6 +116,11 @@ type FetchPartitionResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          logstore.ReadInfo // file regions; Bytes() copies them
+	// Diverging (v12+, KIP-595): the fetcher's last fetched epoch diverges from this log at
+	// (DivergingEpoch, DivergingEndOffset); the result then has no records.
+	Diverging          bool
+	DivergingEpoch     int32
+	DivergingEndOffset int64
 }
 
 // FetchMessages (ReplicaManager.fetchMessages) reads every partition and, unless it can
@@ -121,6 +129,11 @@ type FetchPartitionResult struct {
 // ends, then reads again.
 func (rm *ReplicaManager) FetchMessages(ctx context.Context, params FetchParams, reqs []FetchPartitionRequest) []FetchPartitionResult {
 	results, total, errored := rm.readFromLocalLog(params, reqs, true)
+	for _, r := range results {
+		if r.Diverging {
+			errored = true // DelayedFetch is not used when an epoch diverges
+		}
+	}
 	if params.MaxWait <= 0 || len(reqs) == 0 || total >= int64(params.MinBytes) || errored {
 		return results
 	}

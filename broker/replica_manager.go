@@ -5,8 +5,9 @@ package broker
 // the controller's requests, and the produce/fetch data path over the local logs
 // (appendRecords, fetchMessages). Waiting (acks=-1, fetch min.bytes) is in purgatory.go.
 //
-// Deviation for now: followers do not fetch yet (replication comes in a later issue), so
-// a follower partition has its log and state but its LEO only moves by LeaderAndIsr.
+// Replication: followers fetch through the ReplicaFetcherManager (fetcher.go); leaders
+// shrink the ISR on a ticker (replica.lag.time.max.ms/2) and expand it on follower fetches,
+// proposing each change to the controller with AlterPartition (alter_partition.go).
 
 import (
 	"context"
@@ -46,6 +47,9 @@ type ReplicaManagerConfig struct {
 	TopicConfig func(topic string) (map[string]string, error)
 	Log         *logrus.Entry
 	Now         func() time.Time
+	// BrokerEpoch is this broker's registration czxid, sent in follower fetches (v15+) and
+	// AlterPartition. Nil means -1.
+	BrokerEpoch func() int64
 }
 
 // ReplicaManager is safe for concurrent use. stateMu (Kafka's replicaStateChangeLock)
@@ -62,6 +66,12 @@ type ReplicaManager struct {
 	partitions map[logstore.TopicPartition]*Partition
 
 	leadershipHook atomic.Pointer[func(leaders, followers []logstore.TopicPartition)]
+
+	fetchers  *ReplicaFetcherManager
+	partHooks *partitionHooks
+	alter     *alterPartitionManager
+	bgCancel  context.CancelFunc
+	bgWG      sync.WaitGroup
 }
 
 // OnLeadershipChange registers fn to be called after every LeaderAndIsr with the partitions
@@ -83,12 +93,91 @@ func NewReplicaManager(cfg ReplicaManagerConfig) *ReplicaManager {
 	if cfg.Metadata == nil {
 		cfg.Metadata = NewMetadataCache(cfg.BrokerID)
 	}
-	return &ReplicaManager{
+	rm := &ReplicaManager{
 		cfg:        cfg,
 		log:        cfg.Log.WithFields(logrus.Fields{"component": "replica.manager", "broker": cfg.BrokerID}),
 		stateLog:   cfg.Log.WithFields(logrus.Fields{"component": "state.change", "broker": cfg.BrokerID}),
 		partitions: map[logstore.TopicPartition]*Partition{},
 	}
+	rm.fetchers = newReplicaFetcherManager(rm, rm.fetcherConfig(), rm.log)
+	rm.alter = newAlterPartitionManager(rm)
+	rm.partHooks = &partitionHooks{
+		alterPartition: rm.alter.submit,
+		isBrokerAlive:  rm.cfg.Metadata.IsBrokerAlive,
+	}
+	return rm
+}
+
+func (rm *ReplicaManager) fetcherConfig() FetcherConfig {
+	c := rm.cfg.Config
+	if c == nil {
+		return FetcherConfig{}
+	}
+	return FetcherConfig{
+		NumFetchers:      c.NumReplicaFetchers,
+		MaxBytes:         c.ReplicaFetchMaxBytes,
+		ResponseMaxBytes: c.ReplicaFetchResponseMaxBytes,
+		MaxWait:          c.ReplicaFetchWaitMax,
+		MinBytes:         c.ReplicaFetchMinBytes,
+		Backoff:          c.ReplicaFetchBackoff,
+		SocketTimeout:    c.ReplicaSocketTimeout,
+		Listener:         c.InterBrokerListenerName,
+	}
+}
+
+// Startup (ReplicaManager.startup) starts the replica fetchers' manager, the AlterPartition
+// sender and the ISR expiration task (every replica.lag.time.max.ms/2). They run until
+// Shutdown.
+func (rm *ReplicaManager) Startup(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	rm.bgCancel = cancel
+	rm.fetchers.start(ctx)
+	rm.alter.start(ctx)
+	rm.bgWG.Add(1)
+	go func() {
+		defer rm.bgWG.Done()
+		t := time.NewTicker(max(rm.lagMax()/2, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for _, p := range rm.Partitions() {
+					p.maybeShrinkISR()
+				}
+			}
+		}
+	}()
+}
+
+func (rm *ReplicaManager) brokerEpoch() int64 {
+	if rm.cfg.BrokerEpoch == nil {
+		return -1
+	}
+	return rm.cfg.BrokerEpoch()
+}
+
+// truncater is the part of logstore.Manager that truncates follower logs.
+type truncater interface {
+	TruncateTo(tp logstore.TopicPartition, offset int64) error
+	TruncateFullyAndStartAt(tp logstore.TopicPartition, offset int64) error
+}
+
+// truncateTo goes through the LogManager when it can (LogManager.truncateTo keeps the
+// cleaner checkpoint and recovery points right).
+func (rm *ReplicaManager) truncateTo(tp logstore.TopicPartition, l *logstore.Log, offset int64) error {
+	if t, ok := rm.cfg.Logs.(truncater); ok {
+		return t.TruncateTo(tp, offset)
+	}
+	return l.TruncateTo(offset)
+}
+
+func (rm *ReplicaManager) truncateFullyAndStartAt(tp logstore.TopicPartition, l *logstore.Log, offset int64) error {
+	if t, ok := rm.cfg.Logs.(truncater); ok {
+		return t.TruncateFullyAndStartAt(tp, offset)
+	}
+	return l.TruncateFullyAndStartAt(offset)
 }
 
 // ControllerEpoch returns the latest controller epoch seen.
@@ -150,6 +239,7 @@ func (rm *ReplicaManager) getOrCreatePartition(tp logstore.TopicPartition) *Part
 	p, ok := rm.partitions[tp]
 	if !ok {
 		p = newPartition(tp, rm.cfg.BrokerID, rm.lagMax(), rm.cfg.Now, rm.cfg.Log)
+		p.hooks = rm.partHooks
 		rm.partitions[tp] = p
 	}
 	return p
@@ -272,11 +362,19 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 				removing: ps.RemovingReplicas, topicID: t.topicID}
 			if ps.Leader == rm.cfg.BrokerID {
 				leaders = append(leaders, tp)
+				// makeLeaders: stop fetching before leading, so no follower append follows.
+				rm.fetchers.removeFetchers([]logstore.TopicPartition{tp})
 				p.makeLeader(s, l)
 				plog.WithFields(logrus.Fields{"log_end_offset": l.LogEndOffset(), "high_watermark": l.HighWatermark()}).Info("became leader")
 			} else {
 				followers = append(followers, tp)
 				p.makeFollower(s, l)
+				// makeFollowers: restart fetching from the (new) leader at the new epoch;
+				// truncation happens in the fetcher, by leader epochs (KIP-101/279/595).
+				rm.fetchers.removeFetchers([]logstore.TopicPartition{tp})
+				if ps.Leader >= 0 {
+					rm.fetchers.addFetcher(p, ps.Leader, ps.LeaderEpoch)
+				}
 				plog.Info("became follower")
 			}
 		}
@@ -370,8 +468,8 @@ func (rm *ReplicaManager) StopReplicas(req *kmsg.StopReplicaRequest) *kmsg.StopR
 				continue
 			}
 		}
+		rm.fetchers.removeFetchers([]logstore.TopicPartition{s.tp})
 		if !s.delete {
-			// Fetchers stop here once replication exists; the partition stays hosted.
 			add(s.tp, 0)
 			plog.Info("stopped replica")
 			continue
@@ -468,23 +566,46 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 	if err != nil {
 		return FetchPartitionResult{}, err
 	}
-	if first && params.ReplicaID >= 0 {
-		p.updateFollowerFetchState(params.ReplicaID, r.FetchOffset)
-	}
 	p.mu.RLock()
 	l, err := p.leaderLogLocked(r.CurrentLeaderEpoch, true)
+	_, isReplica := p.mu.remotes[params.ReplicaID]
 	p.mu.RUnlock()
 	if err != nil {
 		return FetchPartitionResult{}, err
 	}
+	if params.ReplicaID >= 0 && !isReplica {
+		// Partition.followerReplicaOrThrow
+		return FetchPartitionResult{}, fmt.Errorf("%s: broker %d is not a follower of this partition: %w", r.TP, params.ReplicaID, ErrNotLeaderOrFollower)
+	}
 	hw, start, leo := l.HighWatermark(), l.LogStartOffset(), l.LogEndOffset()
 	res := FetchPartitionResult{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}
+	// KIP-595 truncate-on-fetch (Partition.readFromLocalLog): a fetcher whose last fetched
+	// epoch ends earlier here than its fetch offset, or which this log does not know,
+	// gets the diverging epoch and no records, and its fetch state is not recorded.
+	if r.LastFetchedEpoch >= 0 {
+		epoch, end := l.EndOffsetForEpoch(r.LastFetchedEpoch)
+		if epoch < 0 || end < 0 {
+			return FetchPartitionResult{}, fmt.Errorf("%s: cannot determine the end offset of last fetched epoch %d: %w", r.TP, r.LastFetchedEpoch, logstore.ErrOffsetOutOfRange)
+		}
+		if r.FetchOffset < start {
+			return FetchPartitionResult{}, fmt.Errorf("%s: fetch offset %d < log start offset %d: %w", r.TP, r.FetchOffset, start, logstore.ErrOffsetOutOfRange)
+		}
+		if epoch < r.LastFetchedEpoch || end < r.FetchOffset {
+			res.Diverging, res.DivergingEpoch, res.DivergingEndOffset = true, epoch, end
+			return res, nil
+		}
+	}
 	maxOffset := hw
 	if params.ReplicaID >= 0 {
 		maxOffset = leo
 	}
 	if r.FetchOffset < start || r.FetchOffset > leo {
 		return FetchPartitionResult{}, fmt.Errorf("%s: fetch offset %d outside [%d, %d]: %w", r.TP, r.FetchOffset, start, leo, logstore.ErrOffsetOutOfRange)
+	}
+	if first && params.ReplicaID >= 0 {
+		p.updateFollowerFetchState(params.ReplicaID, r.FetchOffset, leo, params.ReplicaEpoch)
+		res.HighWatermark = l.HighWatermark() // the fetch may just have moved it
+		res.LastStableOffset = res.HighWatermark
 	}
 	maxBytes := min(int64(max(r.MaxBytes, 0)), limit)
 	if r.FetchOffset >= maxOffset || (maxBytes == 0 && !minOneMessage) {
@@ -502,6 +623,12 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 // fetches wake and fail with NOT_LEADER_OR_FOLLOWER. Call it after the SocketServers are
 // closed and before logstore.Manager.Shutdown; replica fetchers will stop here too.
 func (rm *ReplicaManager) Shutdown() {
+	rm.fetchers.shutdown()
+	if rm.bgCancel != nil {
+		rm.bgCancel()
+	}
+	rm.bgWG.Wait()
+	rm.alter.wait()
 	rm.mu.Lock()
 	parts := rm.partitions
 	rm.partitions = map[logstore.TopicPartition]*Partition{}

@@ -98,6 +98,9 @@ func (l *eventLoop) onAlterPartition(req *kmsg.AlterPartitionRequest) (*kmsg.Alt
 					next.PartitionEpoch = v
 					l.ctx.partitionLeadership[tp] = next
 					updated = append(updated, tp)
+					if l.ctx.partitionsReassigning[tp] {
+						l.queue.put(partitionReassignmentIsrChangeEvent{tp: tp})
+					}
 					l.stateLog.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "leader": next.Leader,
 						"leader_epoch": next.LeaderEpoch, "isr": next.ISR, "partition_epoch": v}).Info("ISR changed by AlterPartition")
 				case isFatal(err):

@@ -39,6 +39,11 @@ type store interface {
 	DeleteTopicDeletionMarker(name string, ctrlEpochZkVersion int32) error
 	DeleteTopicZNodes(name string, ctrlEpochZkVersion int32) error
 	EnsureFeatureZNode() (zkmeta.FeatureZNode, error)
+	ExistsW(path string) (bool, <-chan zkmeta.Event, error)
+	GetReassignment() ([]zkmeta.ReassignmentEntry, error)
+	SetReassignmentAsController(entries []zkmeta.ReassignmentEntry, ctrlEpochZkVersion int32) error
+	GetPreferredReplicaElection() ([]zkmeta.TopicPartition, error)
+	DeleteAsController(ctrlEpochZkVersion int32, paths ...string) error
 	// SessionID is the current ZooKeeper session (0 while expired): a term belongs to the
 	// session it was elected in.
 	SessionID() int64
@@ -211,6 +216,20 @@ func (l *eventLoop) process(ev event) error {
 			resp = electLeadersError(e.req, notControllerCode)
 		}
 		e.reply <- resp
+	case apiPartitionReassignmentEvent:
+		var res map[TopicPartition]*reassignmentError
+		res, err = l.onApiPartitionReassignment(e)
+		if err == nil {
+			e.reply <- res
+		}
+	case listPartitionReassignmentsEvent:
+		e.reply <- l.onListPartitionReassignments(e.filter)
+	case zkPreferredReplicaElectionEvent:
+		err = l.onZkPreferredReplicaElection()
+	case zkPartitionReassignmentEvent:
+		_, err = l.onZkPartitionReassignment()
+	case partitionReassignmentIsrChangeEvent:
+		err = l.onPartitionReassignmentIsrChange(e.tp)
 	case autoPreferredReplicaLeaderElectionEvent:
 		err = l.onAutoPreferredReplicaLeaderElection()
 	case expireEvent:
@@ -361,6 +380,12 @@ func (l *eventLoop) onControllerFailover() error {
 
 	// PartitionStateMachine.startup, then TopicDeletionManager.init.
 	if err := l.triggerOnlinePartitionStateChange(); err != nil {
+		return err
+	}
+	if err := l.initializePartitionReassignments(); err != nil {
+		return err
+	}
+	if err := l.onZkPreferredReplicaElection(); err != nil {
 		return err
 	}
 	if err := l.resumeDeletions(); err != nil {
@@ -675,6 +700,9 @@ func (l *eventLoop) onBrokerStartup(started []int32) error {
 	if err := l.triggerOnlinePartitionStateChange(); err != nil {
 		return err
 	}
+	if err := l.resumeReassignmentsOn(started); err != nil {
+		return err
+	}
 	return l.resumeDeletions()
 }
 
@@ -865,6 +893,12 @@ func (l *eventLoop) forgetTopic(t string) {
 		if tp.Topic == t {
 			delete(l.ctx.partitionLeadership, tp)
 			delete(l.ctx.partitionStates, tp)
+		}
+	}
+	for tp := range l.ctx.partitionsReassigning {
+		if tp.Topic == t {
+			delete(l.ctx.partitionsReassigning, tp)
+			delete(l.ctx.zkReassigning, tp)
 		}
 	}
 	delete(l.ctx.topics, t)

@@ -196,3 +196,53 @@ func (g sessionGuard) GetPartitionState(topic string, p int32) (zkmeta.Partition
 	}
 	return st, err
 }
+
+func (g sessionGuard) ExistsW(path string) (bool, <-chan zkmeta.Event, error) {
+	if err := g.check(); err != nil {
+		return false, nil, err
+	}
+	ok, ch, err := g.store.ExistsW(path)
+	if err == nil {
+		err = g.check()
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	return ok, ch, nil
+}
+
+func (g sessionGuard) GetReassignment() ([]zkmeta.ReassignmentEntry, error) {
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	e, err := g.store.GetReassignment()
+	if serr := g.check(); serr != nil {
+		return nil, serr
+	}
+	return e, err
+}
+
+func (g sessionGuard) SetReassignmentAsController(entries []zkmeta.ReassignmentEntry, ctrlEpochZkVersion int32) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.store.SetReassignmentAsController(entries, ctrlEpochZkVersion)
+}
+
+func (g sessionGuard) GetPreferredReplicaElection() ([]zkmeta.TopicPartition, error) {
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	e, err := g.store.GetPreferredReplicaElection()
+	if serr := g.check(); serr != nil {
+		return nil, serr
+	}
+	return e, err
+}
+
+func (g sessionGuard) DeleteAsController(ctrlEpochZkVersion int32, paths ...string) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.store.DeleteAsController(ctrlEpochZkVersion, paths...)
+}

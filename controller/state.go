@@ -66,6 +66,10 @@ type controllerContext struct {
 	// deletion tracks started topic deletions: the replicas whose StopReplica(delete=true)
 	// has not yet succeeded (TopicDeletionManager's ReplicaDeletionStarted replicas).
 	deletion map[string]map[TopicPartition]map[int32]bool
+	// reassigning is partitionsBeingReassigned; zkReassigning those started from
+	// /admin/reassign_partitions (removed from the znode when they complete).
+	partitionsReassigning map[TopicPartition]bool
+	zkReassigning         map[TopicPartition]bool
 }
 
 type topicInfo struct {
@@ -79,15 +83,17 @@ type topicInfo struct {
 
 func newControllerContext(epoch, epochZkVersion int32) *controllerContext {
 	return &controllerContext{
-		epoch:               epoch,
-		epochZkVersion:      epochZkVersion,
-		liveBrokers:         map[int32]zkmeta.BrokerInfo{},
-		shuttingDown:        map[int32]bool{},
-		topics:              map[string]*topicInfo{},
-		partitionLeadership: map[TopicPartition]zkmeta.PartitionState{},
-		partitionStates:     map[TopicPartition]PartitionState{},
-		topicsToDelete:      map[string]bool{},
-		deletion:            map[string]map[TopicPartition]map[int32]bool{},
+		epoch:                 epoch,
+		epochZkVersion:        epochZkVersion,
+		liveBrokers:           map[int32]zkmeta.BrokerInfo{},
+		shuttingDown:          map[int32]bool{},
+		topics:                map[string]*topicInfo{},
+		partitionLeadership:   map[TopicPartition]zkmeta.PartitionState{},
+		partitionStates:       map[TopicPartition]PartitionState{},
+		topicsToDelete:        map[string]bool{},
+		deletion:              map[string]map[TopicPartition]map[int32]bool{},
+		partitionsReassigning: map[TopicPartition]bool{},
+		zkReassigning:         map[TopicPartition]bool{},
 	}
 }
 

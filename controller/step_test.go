@@ -52,6 +52,8 @@ type fakeStore struct {
 	states         map[TopicPartition]zkmeta.PartitionState
 	corruptStates  map[TopicPartition]bool // state znodes holding malformed JSON
 	deletes        []string
+	reassignZNode  []byte // /admin/reassign_partitions, nil = absent
+	preferredZNode []byte // /admin/preferred_replica_election, nil = absent
 	out            *strings.Builder
 }
 
@@ -126,9 +128,14 @@ func (s *fakeStore) SetTopicAssignmentAsController(name string, a zkmeta.TopicAs
 		return 0, zkmeta.ErrControllerMoved
 	}
 	t := s.topics[name]
-	t.a = a
+	hadID := t.a.TopicID != ([16]byte{})
+	t.a = cloneAssignment(a)
 	t.version++
-	fmt.Fprintf(s.out, "zk: set topic %s (topic id added) version=%d\n", name, t.version)
+	if !hadID {
+		fmt.Fprintf(s.out, "zk: set topic %s (topic id added) version=%d\n", name, t.version)
+	} else {
+		fmt.Fprintf(s.out, "zk: set topic %s version=%d %s\n", name, t.version, fmtAssignment(t.a))
+	}
 	return t.version, nil
 }
 func (s *fakeStore) GetTopicConfig(name string) (map[string]string, error) {
@@ -295,6 +302,9 @@ func fmtRequest(req kmsg.Request) string {
 			for _, p := range t.PartitionStates {
 				fmt.Fprintf(&b, "\n    %s-%d leader=%d leader_epoch=%d isr=%v partition_epoch=%d replicas=%v",
 					t.Topic, p.Partition, p.Leader, p.LeaderEpoch, p.ISR, p.ZKVersion, p.Replicas)
+				if len(p.AddingReplicas)+len(p.RemovingReplicas) > 0 {
+					fmt.Fprintf(&b, " adding=%v removing=%v", p.AddingReplicas, p.RemovingReplicas)
+				}
 				if p.IsNew {
 					b.WriteString(" is_new")
 				}
@@ -566,6 +576,8 @@ func (h *stepHarness) run(line string) {
 				fmt.Fprintf(&h.out, "ElectLeaders %s-%d error=%d\n", t.Topic, p.Partition, p.ErrorCode)
 			}
 		}
+	case "reassign", "zk-reassign", "zk-preferred", "list-reassignments", "drain", "show-topic":
+		h.runReassignment(f, line)
 	case "bump-epoch":
 		h.zk.epochZkVersion++
 		h.zk.controllerID = 99

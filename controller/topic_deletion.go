@@ -84,6 +84,12 @@ func (l *eventLoop) resumeDeletions() error {
 			l.log.WithField("topic", t).Info("topic deletion paused: a replica is on a broker that is down")
 			continue
 		}
+		// isTopicIneligibleForDeletion: a reassignment of the topic in flight holds it back;
+		// its completion resumes the deletion.
+		if slices.ContainsFunc(tps, func(tp TopicPartition) bool { return l.ctx.partitionsReassigning[tp] }) {
+			l.log.WithField("topic", t).Info("topic deletion paused: a partition is being reassigned")
+			continue
+		}
 		l.startDeletion(t, tps)
 		if len(tps) == 0 {
 			if err := l.completeDeleteTopic(t); err != nil {

@@ -5,8 +5,9 @@ package logstore
 //
 // Deviations from LogValidator: magic 0/1 batches are refused (UNSUPPORTED_FOR_MESSAGE_FORMAT)
 // rather than up-converted; inner offset deltas must run 0..n-1 for uncompressed batches too
-// (Kafka checks it for compressed ones); no producer-state checks (sequence, epoch,
-// duplicates, transactions) yet.
+// (Kafka checks it for compressed ones). Producer state (sequence, epoch, duplicates) is
+// checked as in UnifiedLog.analyzeAndValidateProducerState (producer_state.go); transactional
+// batches are not verified (no transaction coordinator yet).
 
 import (
 	"errors"
@@ -31,6 +32,12 @@ type AppendInfo struct {
 	ValidBytes int
 	// MaxTimestamp and OffsetOfMaxTimestamp of the appended records.
 	MaxTimestamp, OffsetOfMaxTimestamp int64
+	// Duplicate is set when a leader append was a retry of a batch already in the log
+	// (same producer id, epoch and sequence range as one of its last five batches):
+	// nothing was appended and First/LastOffset are the original ones. Kafka answers
+	// such a produce with NONE and the original base offset (and the original batch's
+	// timestamp as log_append_time).
+	Duplicate bool
 }
 
 // splitBatches walks records: every batch must be complete and valid (length, magic, CRC)
@@ -119,6 +126,7 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo
 	now := l.clock()
 	info := AppendInfo{LogAppendTime: -1, MaxTimestamp: -1}
 	var data []byte
+	ps := l.producerState.prepareAppend()
 	if leader {
 		data, err = l.validateAndAssignOffsets(batches, leaderEpoch, cfg, now, &info)
 		if err != nil {
@@ -126,6 +134,26 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo
 		}
 		if data == nil {
 			data = records[:validBytes]
+		}
+		// Producer state (analyzeAndValidateProducerState, AppendOrigin.CLIENT): a retried
+		// batch gets its original offsets back and is not appended again.
+		for rest := data; len(rest) > 0; {
+			b, r, err := recordbatch.Next(rest)
+			if err != nil {
+				break
+			}
+			rest = r
+			if b.ProducerID() < 0 {
+				continue
+			}
+			if dup, ok := l.producerState.findDuplicate(b); ok {
+				return AppendInfo{FirstOffset: dup.firstOffset(), LastOffset: dup.lastOffset, LogAppendTime: dup.timestamp,
+					LogStartOffset: l.logStartOffset.Load(), MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, Duplicate: true}, nil
+			}
+			if err := ps.validate(b); err != nil {
+				return AppendInfo{}, err
+			}
+			ps.update(b)
 		}
 	} else {
 		leo := l.logEndOffset.Load()
@@ -156,6 +184,19 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo
 	if err := l.appendLocked(data, &info, cfg, now); err != nil {
 		return AppendInfo{}, err
 	}
+	if !leader {
+		// Followers take the leader's producer state as is (AppendOrigin.REPLICATION).
+		for rest := data; len(rest) > 0; {
+			b, r, err := recordbatch.Next(rest)
+			if err != nil {
+				break
+			}
+			rest = r
+			ps.update(b)
+		}
+	}
+	ps.commit(info.LastOffset + 1)
+	l.producerState.maybeRemoveExpired(now.UnixMilli())
 	// Epoch bookkeeping after the bytes are in: leader epoch start offsets from each batch.
 	var epochErr error
 	for rest := data; len(rest) > 0; {
@@ -307,6 +348,12 @@ func (l *Log) rollLocked(newBase int64, now time.Time) (*Segment, error) {
 	copy(ns, segs)
 	ns = append(ns, seg)
 	l.segs.Store(&ns)
+	// UnifiedLog.roll: a producer snapshot named after the new segment's base offset.
+	l.producerState.mapEndOffset = newBase
+	if err := l.producerState.takeSnapshot(); err != nil {
+		l.ioFailed(err)
+		return nil, err
+	}
 	// Kafka flushes the old segment asynchronously and then moves the recovery point to
 	// the new base; we flushed above.
 	if rp := l.recoveryPoint.Load(); rp < newBase {

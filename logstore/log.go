@@ -47,6 +47,9 @@ type Log struct {
 	epochs      *LeaderEpochFileCache
 	epochsDirty bool // recovery assigned epochs not yet written
 
+	// producerState is the idempotent producers' state (ProducerStateManager), under mu.
+	producerState *producerStateManager
+
 	mu struct {
 		sync.Mutex
 		offline          bool
@@ -80,6 +83,10 @@ type LogOpenOptions struct {
 	// segments already renamed *.deleted (readers may still hold their files until then).
 	// The manager owns that timer. Nil: fn runs at once.
 	ScheduleDelete func(delay time.Duration, fn func())
+	// ProducerIDExpirationMs is producer.id.expiration.ms and
+	// ProducerIDExpirationCheckIntervalMs producer.id.expiration.check.interval.ms
+	// (0: Kafka's defaults, 1 day and 10 minutes).
+	ProducerIDExpirationMs, ProducerIDExpirationCheckIntervalMs int64
 }
 
 // SegmentInfo is a snapshot of one segment, for retention and the cleaner.
@@ -264,6 +271,12 @@ func (l *Log) TruncateTo(offset int64) error {
 	if rp := l.recoveryPoint.Load(); rp > l.logEndOffset.Load() {
 		l.recoveryPoint.Store(l.logEndOffset.Load())
 	}
+	// Producer state: snapshots beyond the new end go, the rest is reloaded
+	// (UnifiedLog.truncateTo -> rebuildProducerState).
+	if err := l.rebuildProducerState(l.logEndOffset.Load(), l.logStartOffset.Load(), "truncate"); err != nil {
+		l.ioFailed(err)
+		return err
+	}
 	l.log.WithField("offset", offset).Info("truncated log")
 	return nil
 }
@@ -303,6 +316,10 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.ioFailed(err)
 		return err
 	}
+	// ProducerStateManager.truncateFullyAndStartAt: no producers, no snapshots.
+	l.producerState.deleteSnapshotsWhere(func(int64) bool { return true })
+	l.producerState.producers = map[int64]*producerStateEntry{}
+	l.producerState.mapEndOffset, l.producerState.lastSnapOffset = offset, 0
 	l.log.WithField("offset", offset).Info("truncated log fully")
 	return nil
 }
@@ -375,6 +392,9 @@ func (l *Log) DeleteOldSegments(pred func(seg SegmentInfo, next *SegmentInfo) bo
 	if err := l.incrementStartLocked(keep[0].baseOffset); err != nil {
 		return 0, err
 	}
+	// Snapshots of deleted segments go with them (deleteProducerSnapshots).
+	logStart := l.logStartOffset.Load()
+	l.producerState.deleteSnapshotsWhere(func(off int64) bool { return off < logStart })
 	l.log.WithFields(logrus.Fields{"segments": n, "reason": reason, "log_start_offset": l.logStartOffset.Load()}).
 		Info("deleting old segments")
 	return n, l.deleteSegmentsLocked(drop)
@@ -436,10 +456,17 @@ func (l *Log) FlushIfNeeded() error {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.unlock()
-	if l.closed.Swap(true) {
+	if l.closed.Load() {
 		return nil
 	}
 	var errs []error
+	// UnifiedLog.close takes a producer snapshot at the LEO, so a clean restart replays nothing.
+	if !l.mu.offline {
+		if err := l.takeProducerSnapshotLocked(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.closed.Store(true)
 	for _, s := range l.segments() {
 		if err := s.close(); err != nil {
 			errs = append(errs, err)
@@ -470,6 +497,7 @@ func (l *Log) RenameDir(newDir string) error {
 		s.timeIdx.path = s.timePath()
 	}
 	l.epochs.path = filepath.Join(newDir, LeaderEpochCheckpointFile)
+	l.producerState.dir = newDir
 	return nil
 }
 

@@ -58,6 +58,7 @@ func OpenLog(dir string, opts LogOpenOptions) (*Log, error) {
 	if l.epochs, err = openLeaderEpochCache(l.fs, dir); err != nil {
 		return nil, err
 	}
+	l.producerState = newProducerStateManager(dir, l.fs, l.log, opts.ProducerIDExpirationMs, opts.ProducerIDExpirationCheckIntervalMs)
 	start := time.Now()
 	if err := l.load(opts); err != nil {
 		l.closeSegments()
@@ -282,6 +283,11 @@ func (l *Log) load(opts LogOpenOptions) error {
 	l.recoveryPoint.Store(rp)
 	l.highWatermark.Store(min(max(opts.HighWatermark, logStart), leo))
 	l.mu.lastFlush = l.clock()
+	// 8. Producer state: the latest snapshot <= LEO, then the batches after it.
+	l.producerState.setSnapshots(names)
+	if err := l.rebuildProducerState(leo, logStart, "load"); err != nil {
+		return err
+	}
 	return nil
 }
 

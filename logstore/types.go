@@ -27,4 +27,8 @@ var (
 	ErrLogDirLocked        = errors.New("logstore: log dir is locked by another process")
 	ErrMetaMismatch        = errors.New("logstore: meta.properties does not match this broker")
 	ErrClosed              = errors.New("logstore: log closed")
+
+	// Idempotent producer state (producer_state.go).
+	ErrOutOfOrderSequence   = errors.New("logstore: out of order sequence number") // OUT_OF_ORDER_SEQUENCE_NUMBER (45)
+	ErrInvalidProducerEpoch = errors.New("logstore: invalid producer epoch")       // INVALID_PRODUCER_EPOCH (47)
 )

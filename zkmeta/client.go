@@ -854,3 +854,36 @@ func (c *Client) AllocateProducerIDBlock(brokerID int32) (ProducerIDBlock, error
 func (c *Client) CreateLogDirEventNotification(brokerID int32) (string, error) {
 	return c.Create(LogDirEventNotificationPath+"/"+LogDirEventPrefix, EncodeLogDirEvent(brokerID), PersistentSequential)
 }
+
+// ---- /admin/reassign_partitions (legacy) ----
+
+// GetReassignment reads /admin/reassign_partitions: ErrNoNode if absent, ErrBadJSON if malformed.
+func (c *Client) GetReassignment() ([]ReassignmentEntry, error) {
+	data, _, err := c.Get(ReassignPartitionsPath)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeReassignment(data)
+}
+
+// SetReassignmentAsController rewrites /admin/reassign_partitions with the entries still
+// pending, or deletes it when none are left (KafkaZkClient.setOrCreatePartitionReassignment /
+// deletePartitionReassignment), fenced by the controller epoch.
+func (c *Client) SetReassignmentAsController(entries []ReassignmentEntry, ctrlEpochZkVersion int32) error {
+	if len(entries) == 0 {
+		return c.DeleteAsController(ctrlEpochZkVersion, ReassignPartitionsPath)
+	}
+	_, err := c.checkedMulti("set", ReassignPartitionsPath, ctrlEpochZkVersion,
+		&zk.SetDataRequest{Path: c.abs(ReassignPartitionsPath), Data: EncodeReassignment(entries), Version: -1})
+	return err
+}
+
+// GetPreferredReplicaElection reads /admin/preferred_replica_election: ErrNoNode if absent,
+// ErrBadJSON if malformed.
+func (c *Client) GetPreferredReplicaElection() ([]TopicPartition, error) {
+	data, _, err := c.Get(PreferredReplicaElectionPath)
+	if err != nil {
+		return nil, err
+	}
+	return DecodePartitionList(data)
+}

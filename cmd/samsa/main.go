@@ -5,6 +5,11 @@
 //	samsa console-producer ...                               kafka-console-producer.sh
 //	samsa console-consumer ...                               kafka-console-consumer.sh
 //	samsa dump-log ...                                       kafka-dump-log.sh
+//	samsa producer-perf-test ...                             kafka-producer-perf-test.sh
+//	samsa consumer-perf-test ...                             kafka-consumer-perf-test.sh
+//	samsa configs ...                                        kafka-configs.sh
+//	samsa reassign-partitions ...                            kafka-reassign-partitions.sh
+//	samsa leader-election ...                                kafka-leader-election.sh
 //
 // Each subcommand lives in its own file and takes Kafka's flags (single or double dash,
 // `--flag value` or `--flag=value`).
@@ -24,11 +29,17 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"broker":           {runBroker, "run a broker (kafka-server-start.sh)"},
-	"topics":           {runTopics, "create, delete, describe, or change a topic (kafka-topics.sh)"},
-	"console-producer": {runConsoleProducer, "read lines from standard input and publish them (kafka-console-producer.sh)"},
-	"console-consumer": {runConsoleConsumer, "read a topic and write it to standard output (kafka-console-consumer.sh)"},
-	"dump-log":         {runDumpLog, "print log segments and indexes (kafka-dump-log.sh)"},
+	"broker":              {runBroker, "run a broker (kafka-server-start.sh)"},
+	"topics":              {runTopics, "create, delete, describe, or change a topic (kafka-topics.sh)"},
+	"console-producer":    {runConsoleProducer, "read lines from standard input and publish them (kafka-console-producer.sh)"},
+	"console-consumer":    {runConsoleConsumer, "read a topic and write it to standard output (kafka-console-consumer.sh)"},
+	"dump-log":            {runDumpLog, "print log segments and indexes (kafka-dump-log.sh)"},
+	"producer-perf-test":  {runProducerPerfTest, "measure producer throughput and latency (kafka-producer-perf-test.sh)"},
+	"consumer-perf-test":  {runConsumerPerfTest, "measure consumer throughput (kafka-consumer-perf-test.sh)"},
+	"configs":             {runConfigs, "add, delete or describe topic and broker configs (kafka-configs.sh)"},
+	"reassign-partitions": {runReassignPartitions, "move partitions between brokers (kafka-reassign-partitions.sh)"},
+	"leader-election":     {runLeaderElection, "elect preferred or unclean leaders (kafka-leader-election.sh)"},
+	"consumer-groups":     {runConsumerGroups, "list, describe, delete consumer groups and reset their offsets (kafka-consumer-groups.sh)"},
 }
 
 func main() {
@@ -61,6 +72,6 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-17s %s\n", n, commands[n].help)
+		fmt.Fprintf(w, "  %-19s %s\n", n, commands[n].help)
 	}
 }

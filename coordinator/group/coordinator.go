@@ -259,7 +259,9 @@ func (c *Coordinator) checkPartition(p int32) *kerr.Error {
 	return nil
 }
 
-// sweepLeadership unloads partitions this broker no longer leads.
+// sweepLeadership reconciles every offsets partition with the log's leadership: load the
+// ones this broker now leads, unload the ones it lost (a safety net behind the broker's
+// LeaderAndIsr/StopReplica hooks).
 func (c *Coordinator) sweepLeadership() {
 	c.mu.Lock()
 	owned := make(map[int32]int32, len(c.mu.owned))
@@ -267,12 +269,14 @@ func (c *Coordinator) sweepLeadership() {
 		owned[p] = e
 	}
 	c.mu.Unlock()
-	for p, e := range owned {
-		if epoch, leader := c.log.LeaderEpoch(p); !leader || epoch != e {
+	for p := int32(0); p < c.cfg.NumPartitions; p++ {
+		epoch, leader := c.log.LeaderEpoch(p)
+		cur, ok := owned[p]
+		switch {
+		case ok && !leader:
 			c.OnResignation(p)
-			if leader {
-				c.OnElection(p, epoch)
-			}
+		case leader && (!ok || cur != epoch):
+			c.OnElection(p, epoch)
 		}
 	}
 }

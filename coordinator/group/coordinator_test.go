@@ -104,10 +104,11 @@ func (l *fakeLog) records(t *testing.T, p int32) []DecodedRecord {
 }
 
 type env struct {
-	t     *testing.T
-	clock *fakeClock
-	log   *fakeLog
-	c     *Coordinator
+	rebalanceTimeout time.Duration // of the members' joins; 20 s unless set
+	t                *testing.T
+	clock            *fakeClock
+	log              *fakeLog
+	c                *Coordinator
 }
 
 const testGroup = "g"
@@ -123,7 +124,7 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	if mod != nil {
 		mod(&cfg)
 	}
-	e := &env{t: t, clock: clock, log: fl}
+	e := &env{t: t, clock: clock, log: fl, rebalanceTimeout: 20 * time.Second}
 	e.c = New(cfg, fl)
 	t.Cleanup(e.c.Shutdown)
 	for p := int32(0); p < e.c.NumPartitions(); p++ {
@@ -178,7 +179,7 @@ func (e *env) join(memberID string, instanceID *string, protocols ...Protocol) *
 	}
 	pj := &pendingJoin{}
 	e.c.HandleJoinGroup(JoinRequest{GroupID: testGroup, MemberID: memberID, GroupInstanceID: instanceID, RequireKnownMemberID: true,
-		ClientID: "client", ClientHost: "/127.0.0.1", SessionTimeout: 10 * time.Second, RebalanceTimeout: 20 * time.Second,
+		ClientID: "client", ClientHost: "/127.0.0.1", SessionTimeout: 10 * time.Second, RebalanceTimeout: e.rebalanceTimeout,
 		ProtocolType: "consumer", Protocols: protocols}, func(r JoinResult) {
 		pj.mu.Lock()
 		pj.res = &r
@@ -631,5 +632,87 @@ func TestDeleteGroupsAndOffsetDelete(t *testing.T) {
 	offs, _ = e.c.FetchOffsets("solo", []TopicPartition{{"t", 0}}, false)
 	if offs[0].Offset != -1 {
 		t.Fatalf("offset survived group deletion: %+v", offs)
+	}
+}
+
+func TestMemberThatNeverSyncsIsRemoved(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.InitialRebalanceDelay = -1 })
+	e.rebalanceTimeout = 5 * time.Second // below the 10 s session: the DelayedSync acts first
+	a, ja := e.joinNew()
+	e.advance(0)
+	b, jb := e.joinNew()
+	// b's join moved the group to PreparingRebalance; a rejoins, then both get generation 2.
+	if r := ja.get(); r == nil || r.GenerationID != 1 {
+		t.Fatalf("a's first join %+v", r)
+	}
+	ja2 := e.join(a, nil)
+	ra, rb := ja2.get(), jb.get()
+	if ra == nil || rb == nil || ra.GenerationID != 2 || rb.GenerationID != 2 {
+		t.Fatalf("joins %+v %+v", ra, rb)
+	}
+	leader := ra.LeaderID
+	other := a
+	if leader == a {
+		other = b
+	}
+	// Only the leader syncs; the DelayedSync (rebalance timeout, 5 s) removes the other.
+	e.sync(leader, 2, map[string][]byte{leader: []byte("x"), other: []byte("y")})
+	e.advance(4 * time.Second)
+	mustErr(t, "leader heartbeat", e.c.Heartbeat(testGroup, leader, nil, 2), nil)
+	e.advance(2 * time.Second)
+	mustErr(t, "heartbeat of the member that never synced", e.c.Heartbeat(testGroup, other, nil, 2), kerr.UnknownMemberID)
+	mustErr(t, "leader heartbeat", e.c.Heartbeat(testGroup, leader, nil, 2), kerr.RebalanceInProgress)
+	if e.state() != PreparingRebalance {
+		t.Fatalf("state %s after the pending sync expired", e.state())
+	}
+}
+
+func TestPendingMemberExpires(t *testing.T) {
+	e := newEnv(t, nil)
+	first := e.join("", nil).get()
+	mustErr(t, "first join", first.Err, kerr.MemberIDRequired)
+	e.advance(11 * time.Second) // the session timeout of the pending member
+	r := e.join(first.MemberID, nil).get()
+	mustErr(t, "rejoin after the pending member expired", r.Err, kerr.UnknownMemberID)
+}
+
+func TestInitialDelayIsCappedByRebalanceTimeout(t *testing.T) {
+	// Every new member extends group.initial.rebalance.delay.ms, up to the rebalance timeout.
+	e := newEnv(t, nil)
+	var joins []*pendingJoin
+	for i := 0; i < 10; i++ {
+		_, j := e.joinNew()
+		joins = append(joins, j)
+		e.advance(3 * time.Second)
+		if e.state() != PreparingRebalance {
+			break
+		}
+	}
+	// Rebalance timeout 20 s: 3 s + extensions ≤ 20 s in total.
+	e.advance(20 * time.Second)
+	for i, j := range joins {
+		if r := j.get(); r == nil || r.Err != nil {
+			t.Fatalf("join %d: %+v", i, r)
+		}
+	}
+}
+
+func TestSweepLoadsAndUnloadsWithLeadership(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.NumPartitions = 2 })
+	e.log.mu.Lock()
+	delete(e.log.leaders, 1)
+	e.log.mu.Unlock()
+	e.c.sweepLeadership()
+	e.settle()
+	if e.c.Loaded(1) {
+		t.Fatalf("partition 1 still loaded after losing leadership")
+	}
+	e.log.mu.Lock()
+	e.log.leaders[1] = 7
+	e.log.mu.Unlock()
+	e.c.sweepLeadership()
+	e.settle()
+	if !e.c.Loaded(1) || !e.c.Loaded(0) {
+		t.Fatalf("loaded: p0 %v p1 %v", e.c.Loaded(0), e.c.Loaded(1))
 	}
 }

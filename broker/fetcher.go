@@ -1,0 +1,700 @@
+package broker
+
+// fetcher.go mirrors kafka.server.ReplicaFetcherManager / ReplicaFetcherThread
+// (AbstractFetcherThread): the follower side of replication.
+//
+// A follower partition is fetched by one fetcher per (source broker, fetcher id), fetcher
+// id = abs(31*hash(topic)+partition) % num.replica.fetchers. Each fetcher owns one
+// connection to its leader and loops: partitions in Truncating state ask the leader
+// OffsetsForLeaderEpoch (or, with no epoch known, truncate to the HW); partitions in
+// Fetching state are fetched together with replica_id set (ReplicaState at v15+),
+// LastFetchedEpoch (KIP-595 truncate-on-fetch, Kafka 3.7's path), replica.fetch.max.bytes
+// per partition, replica.fetch.response.max.bytes, replica.fetch.wait.max.ms and
+// replica.fetch.min.bytes. Records are appended with the leader's offsets
+// (Log.AppendAsFollower); the follower's HW becomes min(leader HW, own LEO). A diverging
+// epoch in the response truncates (Manager.TruncateTo) to the end of the last common epoch,
+// never to the HW alone. Errors delay the partition by replica.fetch.backoff.ms.
+//
+// Concurrency: a fetcher's mu (Kafka's partitionMapLock) is held while it processes a
+// response (truncation, append), so once RemoveFetcherForPartitions returns no fetcher
+// touches those logs any more. Fetcher goroutines are owned by the manager, started with
+// its context and waited for by Shutdown.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/internal/kclient"
+	"github.com/samsa-kafka/samsa/logstore"
+)
+
+// FetcherConfig holds the replica.fetch.* settings.
+type FetcherConfig struct {
+	NumFetchers      int           // num.replica.fetchers (1)
+	MaxBytes         int32         // replica.fetch.max.bytes (1 MiB), per partition
+	ResponseMaxBytes int32         // replica.fetch.response.max.bytes (10 MiB)
+	MaxWait          time.Duration // replica.fetch.wait.max.ms (500 ms)
+	MinBytes         int32         // replica.fetch.min.bytes (1)
+	Backoff          time.Duration // replica.fetch.backoff.ms (1 s)
+	SocketTimeout    time.Duration // replica.socket.timeout.ms (30 s)
+	Listener         string        // inter.broker.listener.name
+}
+
+func (c *FetcherConfig) defaults() {
+	if c.NumFetchers <= 0 {
+		c.NumFetchers = 1
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 1 << 20
+	}
+	if c.ResponseMaxBytes <= 0 {
+		c.ResponseMaxBytes = 10 << 20
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.MinBytes <= 0 {
+		c.MinBytes = 1
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = time.Second
+	}
+	if c.SocketTimeout <= 0 {
+		c.SocketTimeout = 30 * time.Second
+	}
+	if c.Listener == "" {
+		c.Listener = "PLAINTEXT"
+	}
+}
+
+// fetchState is PartitionFetchState. A new value replaces it on every change of leader or
+// epoch, so a response to an older request is recognized and dropped.
+type fetchState struct {
+	p                  *Partition
+	topicID            [16]byte
+	fetchOffset        int64
+	currentLeaderEpoch int32
+	lastFetchedEpoch   int32 // -1: none
+	truncating         bool
+	delayUntil         time.Time
+}
+
+type fetcherKey struct {
+	source int32
+	id     int
+}
+
+// ReplicaFetcherManager is safe for concurrent use.
+type ReplicaFetcherManager struct {
+	rm  *ReplicaManager
+	cfg FetcherConfig
+	log *logrus.Entry
+
+	mu       sync.Mutex
+	ctx      context.Context // nil until Start
+	fetchers map[fetcherKey]*replicaFetcher
+	wg       sync.WaitGroup
+}
+
+func newReplicaFetcherManager(rm *ReplicaManager, cfg FetcherConfig, log *logrus.Entry) *ReplicaFetcherManager {
+	cfg.defaults()
+	return &ReplicaFetcherManager{rm: rm, cfg: cfg, log: log.WithField("component", "replica.fetcher"),
+		fetchers: map[fetcherKey]*replicaFetcher{}}
+}
+
+// start lets the manager run fetchers until ctx ends.
+func (m *ReplicaFetcherManager) start(ctx context.Context) {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+}
+
+// fetcherID is AbstractFetcherManager.getFetcherId.
+func (m *ReplicaFetcherManager) fetcherID(tp logstore.TopicPartition) int {
+	h := fnv.New32a()
+	h.Write([]byte(tp.Topic))
+	v := int64(31)*int64(h.Sum32()) + int64(tp.Partition)
+	if v < 0 {
+		v = -v
+	}
+	return int(v % int64(m.cfg.NumFetchers))
+}
+
+// addFetcher (addFetcherForPartitions) starts fetching p from leader at leaderEpoch, from
+// the local LEO: Fetching with the log's latest epoch (truncate-on-fetch), or Truncating
+// when the log knows no epoch.
+func (m *ReplicaFetcherManager) addFetcher(p *Partition, leader, leaderEpoch int32) {
+	l := p.Log()
+	if l == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx == nil || m.ctx.Err() != nil {
+		return
+	}
+	key := fetcherKey{leader, m.fetcherID(p.tp)}
+	f, ok := m.fetchers[key]
+	if !ok {
+		f = newReplicaFetcher(m, key)
+		m.fetchers[key] = f
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			f.run()
+		}()
+	}
+	st := &fetchState{p: p, topicID: p.topicIDSnapshot(), fetchOffset: l.LogEndOffset(), currentLeaderEpoch: leaderEpoch, lastFetchedEpoch: -1}
+	if e, ok := l.LatestEpoch(); ok {
+		st.lastFetchedEpoch = e
+	} else {
+		st.truncating = true
+	}
+	f.mu.Lock()
+	f.partitions[p.tp] = st
+	f.mu.Unlock()
+	f.wakeUp()
+	m.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition, "leader": leader, "leader_epoch": leaderEpoch,
+		"fetch_offset": st.fetchOffset, "last_fetched_epoch": st.lastFetchedEpoch}).Info("added fetcher for partition")
+}
+
+// removeFetchers (removeFetcherForPartitions): after it returns no fetcher appends to or
+// truncates these partitions. Idle fetchers are shut down (shutdownIdleFetcherThreads).
+func (m *ReplicaFetcherManager) removeFetchers(tps []logstore.TopicPartition) {
+	m.mu.Lock()
+	var idle []*replicaFetcher
+	for key, f := range m.fetchers {
+		f.mu.Lock() // waits for a response being processed
+		for _, tp := range tps {
+			delete(f.partitions, tp)
+		}
+		empty := len(f.partitions) == 0
+		f.mu.Unlock()
+		if empty {
+			delete(m.fetchers, key)
+			idle = append(idle, f)
+		}
+	}
+	m.mu.Unlock()
+	for _, f := range idle {
+		f.stop()
+	}
+}
+
+// shutdown stops every fetcher and waits for them.
+func (m *ReplicaFetcherManager) shutdown() {
+	m.mu.Lock()
+	fs := m.fetchers
+	m.fetchers = map[fetcherKey]*replicaFetcher{}
+	m.mu.Unlock()
+	for _, f := range fs {
+		f.stop()
+	}
+	m.wg.Wait()
+}
+
+// replicaFetcher is one ReplicaFetcherThread.
+type replicaFetcher struct {
+	m      *ReplicaFetcherManager
+	key    fetcherKey
+	log    *logrus.Entry
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{}
+
+	mu         sync.Mutex // partitionMapLock
+	partitions map[logstore.TopicPartition]*fetchState
+
+	conn *kclient.Conn // only the fetcher goroutine uses it
+}
+
+func newReplicaFetcher(m *ReplicaFetcherManager, key fetcherKey) *replicaFetcher {
+	ctx, cancel := context.WithCancel(m.ctx)
+	return &replicaFetcher{m: m, key: key, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
+		partitions: map[logstore.TopicPartition]*fetchState{},
+		log:        m.log.WithFields(logrus.Fields{"source_broker": key.source, "fetcher_id": key.id})}
+}
+
+func (f *replicaFetcher) wakeUp() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *replicaFetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+func (f *replicaFetcher) run() {
+	defer close(f.done)
+	defer func() {
+		if f.conn != nil {
+			f.conn.Close()
+		}
+	}()
+	f.log.Info("starting replica fetcher")
+	for f.ctx.Err() == nil {
+		wait := f.doWork()
+		if wait <= 0 {
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-f.ctx.Done():
+		case <-f.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	f.log.Info("stopped replica fetcher")
+}
+
+// doWork is one round (AbstractFetcherThread.doWork: maybeTruncate, then maybeFetch). It
+// returns how long to wait before the next round (0: go on at once).
+func (f *replicaFetcher) doWork() time.Duration {
+	now := time.Now()
+	f.mu.Lock()
+	var truncating, fetching []*fetchState
+	var tps []logstore.TopicPartition
+	nextDelay := time.Duration(-1)
+	for tp, st := range f.partitions {
+		if now.Before(st.delayUntil) {
+			if d := st.delayUntil.Sub(now); nextDelay < 0 || d < nextDelay {
+				nextDelay = d
+			}
+			continue
+		}
+		if st.truncating {
+			truncating = append(truncating, st)
+		} else {
+			fetching = append(fetching, st)
+			tps = append(tps, tp)
+		}
+	}
+	f.mu.Unlock()
+	if len(truncating) == 0 && len(fetching) == 0 {
+		if nextDelay < 0 {
+			return time.Hour // nothing to do until a partition is added (wake)
+		}
+		return nextDelay
+	}
+	if err := f.ensureConn(); err != nil {
+		f.log.WithError(err).Info("cannot connect to the leader; backing off")
+		f.delayAll(append(truncating, fetching...))
+		return f.m.cfg.Backoff
+	}
+	if len(truncating) > 0 {
+		f.maybeTruncate(truncating)
+	}
+	if len(fetching) > 0 {
+		f.fetch(fetching)
+	}
+	return 0
+}
+
+func (f *replicaFetcher) ensureConn() error {
+	if f.conn != nil {
+		return nil
+	}
+	b, ok := f.m.rm.cfg.Metadata.Broker(f.key.source)
+	if !ok {
+		return fmt.Errorf("broker %d is not in the metadata cache", f.key.source)
+	}
+	ep, ok := b.Endpoint(f.m.cfg.Listener)
+	if !ok {
+		return fmt.Errorf("broker %d has no %s endpoint", f.key.source, f.m.cfg.Listener)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.SocketTimeout)
+	defer cancel()
+	c, err := kclient.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))),
+		fmt.Sprintf("broker-%d-fetcher-%d", f.m.rm.cfg.BrokerID, f.key.id))
+	if err != nil {
+		return err
+	}
+	f.conn = c
+	return nil
+}
+
+func (f *replicaFetcher) request(req kmsg.Request, extra time.Duration) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.SocketTimeout+extra)
+	defer cancel()
+	resp, err := f.conn.Request(ctx, req)
+	if err != nil {
+		f.conn.Close()
+		f.conn = nil
+	}
+	return resp, err
+}
+
+// delayAll delays the given states (still current) by replica.fetch.backoff.ms.
+func (f *replicaFetcher) delayAll(sts []*fetchState) {
+	until := time.Now().Add(f.m.cfg.Backoff)
+	f.mu.Lock()
+	for _, st := range sts {
+		if f.partitions[st.p.tp] == st {
+			st.delayUntil = until
+		}
+	}
+	f.mu.Unlock()
+}
+
+// current reports whether st is still the partition's fetch state. Caller holds f.mu.
+func (f *replicaFetcher) currentLocked(st *fetchState) bool { return f.partitions[st.p.tp] == st }
+
+// replace installs the partition's next fetch state. Caller holds f.mu.
+func (f *replicaFetcher) replaceLocked(st *fetchState, fetchOffset int64, truncating bool) {
+	next := &fetchState{p: st.p, topicID: st.topicID, fetchOffset: fetchOffset, currentLeaderEpoch: st.currentLeaderEpoch,
+		lastFetchedEpoch: -1, truncating: truncating}
+	if l := st.p.Log(); l != nil {
+		if e, ok := l.LatestEpoch(); ok {
+			next.lastFetchedEpoch = e
+		}
+	}
+	f.partitions[st.p.tp] = next
+}
+
+func (f *replicaFetcher) fields(st *fetchState) logrus.Fields {
+	return logrus.Fields{"topic": st.p.tp.Topic, "partition": st.p.tp.Partition, "leader_epoch": st.currentLeaderEpoch}
+}
+
+// maybeTruncate: partitions with an epoch ask the leader OffsetsForLeaderEpoch and truncate
+// (KIP-101/279); those without truncate to their HW (truncateToHighWatermark).
+func (f *replicaFetcher) maybeTruncate(sts []*fetchState) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = f.m.rm.cfg.BrokerID
+	byTopic := map[string]int{}
+	asked := map[logstore.TopicPartition]*fetchState{}
+	for _, st := range sts {
+		l := st.p.Log()
+		if l == nil {
+			continue
+		}
+		epoch, ok := l.LatestEpoch()
+		if !ok {
+			f.mu.Lock()
+			if f.currentLocked(st) {
+				hw := l.HighWatermark()
+				if err := f.truncate(st, hw); err != nil {
+					st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+				} else {
+					f.replaceLocked(st, l.LogEndOffset(), false)
+				}
+			}
+			f.mu.Unlock()
+			continue
+		}
+		i, ok := byTopic[st.p.tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[st.p.tp.Topic] = i
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = st.p.tp.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = st.p.tp.Partition, st.currentLeaderEpoch, epoch
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		asked[st.p.tp] = st
+	}
+	if len(asked) == 0 {
+		return
+	}
+	r, err := f.request(req, 0)
+	if err != nil {
+		f.log.WithError(err).Info("OffsetsForLeaderEpoch failed; backing off")
+		f.delayAll(sts)
+		return
+	}
+	resp := r.(*kmsg.OffsetForLeaderEpochResponse)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			st, ok := asked[logstore.TopicPartition{Topic: t.Topic, Partition: rp.Partition}]
+			if !ok || !f.currentLocked(st) {
+				continue
+			}
+			if rp.ErrorCode != 0 {
+				f.handlePartitionErrorLocked(st, rp.ErrorCode)
+				continue
+			}
+			off, complete := f.offsetTruncationState(st, rp.LeaderEpoch, rp.EndOffset)
+			if err := f.truncate(st, off); err != nil {
+				st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+				continue
+			}
+			f.replaceLocked(st, st.p.Log().LogEndOffset(), !complete)
+		}
+	}
+}
+
+// offsetTruncationState is AbstractFetcherThread.getOffsetTruncationState: where to
+// truncate given the leader's (epoch, end offset) for our last epoch, and whether that
+// completes truncation (false: we did not know the leader's epoch; truncate to the end of
+// our largest smaller epoch and ask again).
+func (f *replicaFetcher) offsetTruncationState(st *fetchState, leaderEpoch int32, leaderEndOffset int64) (int64, bool) {
+	l := st.p.Log()
+	leo := l.LogEndOffset()
+	if leaderEndOffset < 0 {
+		// The leader knows nothing of our epoch: truncate to the HW (the initial offset).
+		return min(l.HighWatermark(), leo), true
+	}
+	if leaderEpoch < 0 {
+		return min(leaderEndOffset, leo), true
+	}
+	followerEpoch, followerEnd := l.EndOffsetForEpoch(leaderEpoch)
+	if followerEnd < 0 {
+		return min(leaderEndOffset, leo), true
+	}
+	if followerEpoch != leaderEpoch {
+		return min(followerEnd, leo), false
+	}
+	return min(followerEnd, leaderEndOffset, leo), true
+}
+
+// truncate cuts the follower log at offset via the LogManager (cleaner checkpoint kept
+// right) and re-clamps its HW. Caller holds f.mu.
+func (f *replicaFetcher) truncate(st *fetchState, offset int64) error {
+	l := st.p.Log()
+	if l == nil {
+		return errors.New("no log")
+	}
+	if offset >= l.LogEndOffset() {
+		return nil
+	}
+	log := f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"log_end_offset": l.LogEndOffset(), "truncate_to": offset})
+	if err := f.m.rm.truncateTo(st.p.tp, l, offset); err != nil {
+		log.WithError(err).Error("truncation failed")
+		return err
+	}
+	l.UpdateHighWatermark(min(l.HighWatermark(), offset))
+	log.Info("truncated follower log")
+	return nil
+}
+
+// handlePartitionErrorLocked: FENCED_LEADER_EPOCH removes the partition until the next
+// LeaderAndIsr (onPartitionFenced); other errors delay it by the backoff.
+func (f *replicaFetcher) handlePartitionErrorLocked(st *fetchState, code int16) {
+	log := f.log.WithFields(f.fields(st)).WithField("error", kerr.ErrorForCode(code))
+	if code == kerr.FencedLeaderEpoch.Code {
+		log.Info("partition fenced by a newer leader epoch; waiting for LeaderAndIsr")
+		delete(f.partitions, st.p.tp)
+		return
+	}
+	log.Debug("fetch error; backing off")
+	st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+}
+
+// fetch sends one Fetch for the given partitions and processes the response
+// (processFetchRequest / processPartitionData).
+func (f *replicaFetcher) fetch(sts []*fetchState) {
+	cfg := f.m.cfg
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = f.m.rm.cfg.BrokerID
+	req.ReplicaState.ID = f.m.rm.cfg.BrokerID
+	req.ReplicaState.Epoch = f.m.rm.brokerEpoch()
+	req.MaxWaitMillis = int32(cfg.MaxWait / time.Millisecond)
+	req.MinBytes = cfg.MinBytes
+	req.MaxBytes = cfg.ResponseMaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1 // sessionless full fetches
+	byTopic := map[string]int{}
+	sent := map[logstore.TopicPartition]*fetchState{}
+	idTopic := map[[16]byte]string{}
+	for _, st := range sts {
+		l := st.p.Log()
+		if l == nil {
+			continue
+		}
+		i, ok := byTopic[st.p.tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[st.p.tp.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = st.p.tp.Topic, st.topicID
+			idTopic[st.topicID] = st.p.tp.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = st.p.tp.Partition
+		rp.CurrentLeaderEpoch = st.currentLeaderEpoch
+		rp.FetchOffset = st.fetchOffset
+		rp.LastFetchedEpoch = st.lastFetchedEpoch
+		rp.LogStartOffset = l.LogStartOffset()
+		rp.PartitionMaxBytes = cfg.MaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		sent[st.p.tp] = st
+	}
+	if len(sent) == 0 {
+		return
+	}
+	r, err := f.request(req, cfg.MaxWait)
+	if err != nil {
+		if f.ctx.Err() == nil {
+			f.log.WithError(err).Info("error sending fetch request; backing off")
+			f.delayAll(sts)
+		}
+		return
+	}
+	resp := r.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		f.log.WithField("error", kerr.ErrorForCode(resp.ErrorCode)).Info("fetch request failed; backing off")
+		f.delayAll(sts)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range resp.Topics {
+		topic := t.Topic
+		if req.Version >= 13 {
+			topic = idTopic[t.TopicID]
+		}
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			st, ok := sent[logstore.TopicPartition{Topic: topic, Partition: rp.Partition}]
+			// Drop data for a partition removed or re-added meanwhile, or whose offset moved.
+			if !ok || !f.currentLocked(st) {
+				continue
+			}
+			f.processPartitionLocked(st, rp)
+		}
+	}
+}
+
+func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchResponseTopicPartition) {
+	l := st.p.Log()
+	if l == nil {
+		delete(f.partitions, st.p.tp)
+		return
+	}
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		f.handleOutOfRangeLocked(st)
+		return
+	default:
+		f.handlePartitionErrorLocked(st, rp.ErrorCode)
+		return
+	}
+	if rp.DivergingEpoch.EndOffset >= 0 {
+		// truncateOnFetchResponse
+		off, complete := f.offsetTruncationState(st, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"diverging_epoch": rp.DivergingEpoch.Epoch,
+			"diverging_end_offset": rp.DivergingEpoch.EndOffset, "truncate_to": off}).Info("leader reported a diverging epoch")
+		if err := f.truncate(st, off); err != nil {
+			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+			return
+		}
+		f.replaceLocked(st, l.LogEndOffset(), !complete)
+		return
+	}
+	next := st.fetchOffset
+	if len(rp.RecordBatches) > 0 {
+		if leo := l.LogEndOffset(); leo != st.fetchOffset {
+			f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"fetch_offset": st.fetchOffset, "log_end_offset": leo}).
+				Warn("follower log end offset moved under the fetcher; re-truncating")
+			f.replaceLocked(st, leo, true)
+			return
+		}
+		info, err := st.p.appendRecordsToFollower(rp.RecordBatches)
+		if err != nil {
+			f.log.WithFields(f.fields(st)).WithError(err).Warn("follower append failed; backing off")
+			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+			return
+		}
+		if info.LastOffset >= 0 {
+			next = info.LastOffset + 1
+		}
+	}
+	// Follower HW = min(leader HW, own LEO); log start offset follows the leader's.
+	if rp.LogStartOffset > l.LogStartOffset() && rp.LogStartOffset <= l.LogEndOffset() {
+		if err := l.MaybeIncrementLogStartOffset(rp.LogStartOffset); err != nil {
+			f.log.WithFields(f.fields(st)).WithError(err).Warn("cannot move the follower's log start offset")
+		}
+	}
+	if hw := min(rp.HighWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
+		l.UpdateHighWatermark(hw)
+	}
+	if next != st.fetchOffset {
+		f.replaceLocked(st, next, false)
+	}
+}
+
+// handleOutOfRangeLocked is AbstractFetcherThread.fetchOffsetAndTruncate: if the leader's
+// LEO is below ours truncate to it; else start at max(leader log start, our LEO),
+// truncating fully if the leader's log starts past our end.
+func (f *replicaFetcher) handleOutOfRangeLocked(st *fetchState) {
+	l := st.p.Log()
+	leaderEnd, err := f.listOffset(st, -1)
+	if err != nil {
+		f.log.WithFields(f.fields(st)).WithError(err).Info("cannot get the leader's log end offset; backing off")
+		st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+		return
+	}
+	leo := l.LogEndOffset()
+	if leaderEnd < leo {
+		if err := f.truncate(st, leaderEnd); err != nil {
+			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+			return
+		}
+		f.replaceLocked(st, l.LogEndOffset(), false)
+		return
+	}
+	leaderStart, err := f.listOffset(st, -2)
+	if err != nil {
+		f.log.WithFields(f.fields(st)).WithError(err).Info("cannot get the leader's log start offset; backing off")
+		st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+		return
+	}
+	if leaderStart > leo {
+		log := f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"log_end_offset": leo, "leader_log_start_offset": leaderStart})
+		if err := f.m.rm.truncateFullyAndStartAt(st.p.tp, l, leaderStart); err != nil {
+			log.WithError(err).Error("full truncation failed")
+			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+			return
+		}
+		log.Info("truncated follower log fully to start at the leader's log start offset")
+	}
+	f.replaceLocked(st, max(leaderStart, l.LogEndOffset()), false)
+}
+
+// listOffset asks the leader (as a replica) for its latest (-1) or earliest (-2) offset.
+func (f *replicaFetcher) listOffset(st *fetchState, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = f.m.rm.cfg.BrokerID
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = st.p.tp.Topic
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Partition, p.CurrentLeaderEpoch, p.Timestamp = st.p.tp.Partition, st.currentLeaderEpoch, ts
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	r, err := f.request(req, 0)
+	if err != nil {
+		return -1, err
+	}
+	resp := r.(*kmsg.ListOffsetsResponse)
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Partition != st.p.tp.Partition {
+				continue
+			}
+			if rp.ErrorCode != 0 {
+				return -1, kerr.ErrorForCode(rp.ErrorCode)
+			}
+			return rp.Offset, nil
+		}
+	}
+	return -1, errors.New("partition missing from ListOffsets response")
+}

@@ -1,0 +1,485 @@
+package main
+
+// reassign-partitions mirrors Kafka 3.7's kafka-reassign-partitions.sh
+// (kafka.admin.ReassignPartitionsCommand) over AlterPartitionReassignments (45) and
+// ListPartitionReassignments (46): --execute starts the moves in --reassignment-json-file and
+// prints the current assignment for rollback, --verify reports each partition, --cancel
+// reverts the named in-flight moves, --list shows the ones in progress, and --generate
+// proposes an assignment of --topics-to-move-json-file over --broker-list with Kafka's
+// assignment algorithm. Deviations: no throttles (--throttle is accepted and ignored) and no
+// log-dir moves (log_dirs must be absent or all "any").
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/controller"
+)
+
+type reassignOpts struct {
+	bootstrap, jsonFile, topicsFile, brokerList, throttle, commandConfig optString
+	execute, verify, cancel, generate, list, disableRackAware, preserve   bool
+	timeout                                                               time.Duration
+}
+
+// reassignEntry is one partition of the tool's JSON.
+type reassignEntry struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Replicas  []int32  `json:"replicas"`
+	LogDirs   []string `json:"log_dirs,omitempty"`
+}
+
+type reassignJSON struct {
+	Version    int             `json:"version"`
+	Partitions []reassignEntry `json:"partitions"`
+}
+
+func parseReassignArgs(args []string, stderr io.Writer) (*reassignOpts, *flag.FlagSet, error) {
+	o := &reassignOpts{timeout: 30 * time.Second}
+	fs := newFlagSet("samsa reassign-partitions", stderr)
+	fs.Var(&o.bootstrap, "bootstrap-server", "REQUIRED: the server(s) to use for bootstrapping.")
+	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (accepted; ignored).")
+	fs.Var(&o.jsonFile, "reassignment-json-file", "The JSON file with the partition reassignment configuration.")
+	fs.Var(&o.topicsFile, "topics-to-move-json-file", "Generate a reassignment configuration to move the partitions of the specified topics to the list of brokers specified by --broker-list.")
+	fs.Var(&o.brokerList, "broker-list", "The list of brokers to which the partitions need to be reassigned in the form \"0,1,2\".")
+	fs.Var(&o.throttle, "throttle", "Replication throttle in B/s (accepted; samsa does not throttle).")
+	fs.BoolVar(&o.execute, "execute", false, "Kick off the reassignment as specified by the --reassignment-json-file option.")
+	fs.BoolVar(&o.verify, "verify", false, "Verify if the reassignment completed as specified by the --reassignment-json-file option.")
+	fs.BoolVar(&o.cancel, "cancel", false, "Cancel an active reassignment.")
+	fs.BoolVar(&o.generate, "generate", false, "Generate a candidate partition reassignment configuration.")
+	fs.BoolVar(&o.list, "list", false, "List all active partition reassignments.")
+	fs.BoolVar(&o.disableRackAware, "disable-rack-aware", false, "Disable rack aware replica assignment.")
+	fs.BoolVar(&o.preserve, "preserve-throttles", false, "Do not modify broker or topic throttles.")
+	if len(args) == 0 {
+		return nil, fs, usageErr("This tool helps to move topic partitions between replicas.")
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return nil, fs, err
+	}
+	n := 0
+	for _, a := range []bool{o.execute, o.verify, o.cancel, o.generate, o.list} {
+		if a {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, fs, usageErr("Command must include exactly one action: --execute, --verify, --generate, --cancel, or --list")
+	}
+	if !o.bootstrap.set {
+		return nil, fs, usageErr("Please specify --bootstrap-server")
+	}
+	if (o.execute || o.verify || o.cancel) && !o.jsonFile.set {
+		return nil, fs, usageErr("Missing required argument \"[reassignment-json-file]\"")
+	}
+	if o.generate && (!o.topicsFile.set || !o.brokerList.set) {
+		return nil, fs, usageErr("Missing required argument \"[topics-to-move-json-file]\" or \"[broker-list]\"")
+	}
+	return o, fs, nil
+}
+
+// parseReassignmentJSON is ReassignPartitionsCommand.parsePartitionReassignmentData with its checks.
+func parseReassignmentJSON(data []byte) ([]reassignEntry, error) {
+	var j reassignJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("Unable to parse the reassignment JSON: %v", err)
+	}
+	if j.Version != 1 {
+		return nil, fmt.Errorf("Not supported version field value %d", j.Version)
+	}
+	if len(j.Partitions) == 0 {
+		return nil, errors.New("Partition reassignment list cannot be empty")
+	}
+	seen := map[string]bool{}
+	for _, e := range j.Partitions {
+		key := e.Topic + "-" + strconv.Itoa(int(e.Partition))
+		if seen[key] {
+			return nil, fmt.Errorf("Partition reassignment contains duplicate topic partitions: %s", key)
+		}
+		seen[key] = true
+		if len(e.Replicas) == 0 {
+			return nil, fmt.Errorf("Partition replica list cannot be empty: %s", key)
+		}
+		dup := map[int32]bool{}
+		for _, r := range e.Replicas {
+			if dup[r] {
+				return nil, fmt.Errorf("Partition reassignment contains duplicate replicas: %s", key)
+			}
+			dup[r] = true
+		}
+		if len(e.LogDirs) > 0 {
+			if len(e.LogDirs) != len(e.Replicas) {
+				return nil, fmt.Errorf("Size of replicas list %v is different from size of log dirs list %v for partition %s", e.Replicas, e.LogDirs, key)
+			}
+			for _, d := range e.LogDirs {
+				if d != "any" {
+					return nil, fmt.Errorf("samsa does not move replicas between log dirs (log_dirs for %s must be \"any\")", key)
+				}
+			}
+		}
+	}
+	return j.Partitions, nil
+}
+
+func runReassignPartitions(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	o, fs, err := parseReassignArgs(args, stderr)
+	if err != nil {
+		return reportUsage(fs, stderr, err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(splitServers(o.bootstrap.v)...), kgo.ClientID("reassign-partitions"))
+	if err != nil {
+		fmt.Fprintln(stderr, "Error: "+err.Error())
+		return 1
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	switch {
+	case o.list:
+		err = reassignList(ctx, cl, stdout)
+	case o.generate:
+		err = reassignGenerate(ctx, cl, o, stdout)
+	default:
+		var data []byte
+		data, err = os.ReadFile(o.jsonFile.v)
+		if err != nil {
+			break
+		}
+		var entries []reassignEntry
+		if entries, err = parseReassignmentJSON(data); err != nil {
+			break
+		}
+		switch {
+		case o.execute:
+			err = reassignExecute(ctx, cl, entries, stdout)
+		case o.verify:
+			err = reassignVerify(ctx, cl, entries, stdout)
+		case o.cancel:
+			err = reassignCancel(ctx, cl, entries, stdout)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "Error: "+err.Error())
+		return 1
+	}
+	return 0
+}
+
+// currentAssignment reads the replicas of topics from Metadata.
+func currentAssignment(ctx context.Context, cl *kgo.Client, topics []string) (map[string]map[int32][]int32, []int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, mt)
+	}
+	r, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]map[int32][]int32{}
+	for _, t := range r.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		if err := kafkaErr(t.ErrorCode, nil); err != nil {
+			return nil, nil, fmt.Errorf("topic %s: %w", *t.Topic, err)
+		}
+		m := map[int32][]int32{}
+		for _, p := range t.Partitions {
+			m[p.Partition] = p.Replicas
+		}
+		out[*t.Topic] = m
+	}
+	var brokers []int32
+	for _, b := range r.Brokers {
+		brokers = append(brokers, b.NodeID)
+	}
+	return out, brokers, nil
+}
+
+func encodeReassignment(entries []reassignEntry) string {
+	sort.Slice(entries, func(i, j int) bool {
+		if entries[i].Topic != entries[j].Topic {
+			return entries[i].Topic < entries[j].Topic
+		}
+		return entries[i].Partition < entries[j].Partition
+	})
+	for i := range entries {
+		if len(entries[i].LogDirs) == 0 {
+			entries[i].LogDirs = make([]string, len(entries[i].Replicas))
+			for k := range entries[i].LogDirs {
+				entries[i].LogDirs[k] = "any"
+			}
+		}
+	}
+	b, _ := json.Marshal(reassignJSON{Version: 1, Partitions: entries})
+	return string(b)
+}
+
+func topicsOf(entries []reassignEntry) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range entries {
+		if !seen[e.Topic] {
+			seen[e.Topic] = true
+			out = append(out, e.Topic)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func alterReassignments(ctx context.Context, cl *kgo.Client, entries []reassignEntry, cancel bool) (map[string]error, error) {
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	idx := map[string]int{}
+	for _, e := range entries {
+		i, ok := idx[e.Topic]
+		if !ok {
+			t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+			t.Topic = e.Topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			idx[e.Topic] = i
+		}
+		p := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		p.Partition = e.Partition
+		if !cancel {
+			p.Replicas = e.Replicas
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kafkaErr(resp.ErrorCode, resp.ErrorMessage); err != nil {
+		return nil, err
+	}
+	out := map[string]error{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kafkaErr(p.ErrorCode, p.ErrorMessage); err != nil {
+				out[fmt.Sprintf("%s-%d", t.Topic, p.Partition)] = err
+			}
+		}
+	}
+	return out, nil
+}
+
+func reassignExecute(ctx context.Context, cl *kgo.Client, entries []reassignEntry, stdout io.Writer) error {
+	cur, _, err := currentAssignment(ctx, cl, topicsOf(entries))
+	if err != nil {
+		return err
+	}
+	var rollback []reassignEntry
+	var names []string
+	for _, e := range entries {
+		reps, ok := cur[e.Topic][e.Partition]
+		if !ok {
+			return fmt.Errorf("Topic %s not found or partition %d does not exist", e.Topic, e.Partition)
+		}
+		rollback = append(rollback, reassignEntry{Topic: e.Topic, Partition: e.Partition, Replicas: reps})
+		names = append(names, fmt.Sprintf("%s-%d", e.Topic, e.Partition))
+	}
+	fmt.Fprintf(stdout, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", encodeReassignment(rollback))
+	errs, err := alterReassignments(ctx, cl, entries, false)
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		var lines []string
+		for _, n := range sortedKeysStr(errs) {
+			lines = append(lines, fmt.Sprintf("%s: %v", n, errs[n]))
+		}
+		return fmt.Errorf("Error reassigning partition(s):\n%s", strings.Join(lines, "\n"))
+	}
+	sort.Strings(names)
+	fmt.Fprintf(stdout, "Successfully started partition reassignments for %s\n", strings.Join(names, ","))
+	return nil
+}
+
+func sortedKeysStr[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// listReassignments returns the in-flight reassignments by "topic-partition".
+func listReassignments(ctx context.Context, cl *kgo.Client) (map[string]kmsg.ListPartitionReassignmentsResponseTopicPartition, error) {
+	req := kmsg.NewPtrListPartitionReassignmentsRequest()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kafkaErr(resp.ErrorCode, resp.ErrorMessage); err != nil {
+		return nil, err
+	}
+	out := map[string]kmsg.ListPartitionReassignmentsResponseTopicPartition{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			out[fmt.Sprintf("%s-%d", t.Topic, p.Partition)] = p
+		}
+	}
+	return out, nil
+}
+
+func reassignVerify(ctx context.Context, cl *kgo.Client, entries []reassignEntry, stdout io.Writer) error {
+	active, err := listReassignments(ctx, cl)
+	if err != nil {
+		return err
+	}
+	cur, _, err := currentAssignment(ctx, cl, topicsOf(entries))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "Status of partition reassignment:")
+	sort.Slice(entries, func(i, j int) bool {
+		return entries[i].Topic < entries[j].Topic || entries[i].Topic == entries[j].Topic && entries[i].Partition < entries[j].Partition
+	})
+	incomplete := false
+	for _, e := range entries {
+		name := fmt.Sprintf("%s-%d", e.Topic, e.Partition)
+		switch reps := cur[e.Topic][e.Partition]; {
+		case active[name].Replicas != nil:
+			incomplete = true
+			fmt.Fprintf(stdout, "Reassignment of partition %s is still in progress.\n", name)
+		case equalIDs(reps, e.Replicas):
+			fmt.Fprintf(stdout, "Reassignment of partition %s is completed.\n", name)
+		default:
+			incomplete = true
+			fmt.Fprintf(stdout, "There is no active reassignment of partition %s, but replica set is %s rather than %s.\n",
+				name, joinIDs(reps), joinIDs(e.Replicas))
+		}
+	}
+	if incomplete {
+		return errors.New("some reassignments are not complete")
+	}
+	return nil
+}
+
+func equalIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func reassignCancel(ctx context.Context, cl *kgo.Client, entries []reassignEntry, stdout io.Writer) error {
+	errs, err := alterReassignments(ctx, cl, entries, true)
+	if err != nil {
+		return err
+	}
+	var done []string
+	for _, e := range entries {
+		n := fmt.Sprintf("%s-%d", e.Topic, e.Partition)
+		if errs[n] == nil {
+			done = append(done, n)
+		}
+	}
+	sort.Strings(done)
+	fmt.Fprintf(stdout, "Successfully cancelled partition reassignments for: %s\n", strings.Join(done, ","))
+	if len(errs) > 0 {
+		var lines []string
+		for _, n := range sortedKeysStr(errs) {
+			lines = append(lines, fmt.Sprintf("%s: %v", n, errs[n]))
+		}
+		return fmt.Errorf("Error cancelling partition reassignment(s):\n%s", strings.Join(lines, "\n"))
+	}
+	return nil
+}
+
+func reassignList(ctx context.Context, cl *kgo.Client, stdout io.Writer) error {
+	active, err := listReassignments(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if len(active) == 0 {
+		fmt.Fprintln(stdout, "No partition reassignments found.")
+		return nil
+	}
+	fmt.Fprintln(stdout, "Current partition reassignments:")
+	for _, n := range sortedKeysStr(active) {
+		p := active[n]
+		fmt.Fprintf(stdout, "%s: replicas: %s. adding: %s. removing: %s.\n", n, joinIDs(p.Replicas), joinIDs(p.AddingReplicas), joinIDs(p.RemovingReplicas))
+	}
+	return nil
+}
+
+func reassignGenerate(ctx context.Context, cl *kgo.Client, o *reassignOpts, stdout io.Writer) error {
+	data, err := os.ReadFile(o.topicsFile.v)
+	if err != nil {
+		return err
+	}
+	var tj struct {
+		Topics []struct {
+			Topic string `json:"topic"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal(data, &tj); err != nil {
+		return fmt.Errorf("Unable to parse the topics JSON: %v", err)
+	}
+	var topics []string
+	for _, t := range tj.Topics {
+		topics = append(topics, t.Topic)
+	}
+	if len(topics) == 0 {
+		return errors.New("List of topics to reassign contains no topics")
+	}
+	var brokers []controller.BrokerMetadata
+	seen := map[int32]bool{}
+	for _, s := range strings.Split(o.brokerList.v, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		if err != nil {
+			return fmt.Errorf("invalid --broker-list %q", o.brokerList.v)
+		}
+		if seen[int32(id)] {
+			return fmt.Errorf("Duplicate brokers are not allowed: %s", o.brokerList.v)
+		}
+		seen[int32(id)] = true
+		brokers = append(brokers, controller.BrokerMetadata{ID: int32(id)})
+	}
+	cur, _, err := currentAssignment(ctx, cl, topics)
+	if err != nil {
+		return err
+	}
+	var current, proposed []reassignEntry
+	for _, t := range sortedKeysStr(cur) {
+		parts := cur[t]
+		rf := 0
+		for p, reps := range parts {
+			current = append(current, reassignEntry{Topic: t, Partition: p, Replicas: reps})
+			rf = len(reps)
+		}
+		a, err := controller.AssignReplicasToBrokers(brokers, int32(len(parts)), int16(rf), -1, -1)
+		if err != nil {
+			return err
+		}
+		for p, reps := range a {
+			proposed = append(proposed, reassignEntry{Topic: t, Partition: p, Replicas: reps})
+		}
+	}
+	fmt.Fprintf(stdout, "Current partition replica assignment\n%s\n\nProposed partition reassignment configuration\n%s\n",
+		encodeReassignment(current), encodeReassignment(proposed))
+	return nil
+}

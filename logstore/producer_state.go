@@ -1,0 +1,782 @@
+package logstore
+
+// Producer state for the idempotent producer: Kafka's ProducerStateManager,
+// ProducerStateEntry, ProducerAppendInfo and BatchMetadata (storage/internals/log).
+//
+// Per producer id the log keeps the epoch and the metadata of the last five batches
+// (first/last sequence, first/last offset, max timestamp), so a leader can acknowledge a
+// retried batch with its original offsets, reject gaps (OUT_OF_ORDER_SEQUENCE_NUMBER) and
+// zombies (INVALID_PRODUCER_EPOCH). The state is written to <offset>.snapshot files on roll
+// and on close and rebuilt at load from the latest snapshot plus the batches after it.
+//
+// Snapshot file (version 1, big-endian; ProducerStateManager.writeSnapshot):
+//
+//	int16  version = 1
+//	uint32 crc      CRC-32C of every byte after this field
+//	int32  count, then count entries of 46 bytes:
+//	  int64 producerId | int16 epoch | int32 lastSequence | int64 lastOffset |
+//	  int32 offsetDelta (lastOffset-firstOffset of the last batch) | int64 timestamp |
+//	  int32 coordinatorEpoch | int64 currentTxnFirstOffset (-1 if none)
+//
+// Deviations: entries are written in producer id order (Kafka iterates a HashMap) so the
+// bytes are deterministic; a snapshot is written to .tmp, fsynced and renamed (Kafka writes
+// the file in place and fsyncs later); transactions are not served yet, so transactional
+// batches and markers only move currentTxnFirstOffset (replicated or recovered data); a
+// snapshot exactly at the log start offset is kept (Kafka's truncateAndReload deletes those
+// <= logStartOffset, losing the state of producers whose batches retention removed).
+//
+// Concurrency: owned by its Log and used under Log.mu only.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/samsa-kafka/samsa/internal/recordbatch"
+)
+
+const (
+	// numBatchesToRetain is ProducerStateEntry.NUM_BATCHES_TO_RETAIN.
+	numBatchesToRetain = 5
+
+	producerSnapshotVersion   = 1
+	producerSnapshotEntrySize = 46
+	producerSnapshotHeader    = 2 + 4 + 4 // version, crc, entry count
+
+	// DefaultProducerIDExpirationMs is producer.id.expiration.ms (1 day).
+	DefaultProducerIDExpirationMs = 86400000
+	// DefaultProducerIDExpirationCheckIntervalMs is producer.id.expiration.check.interval.ms (10 min).
+	DefaultProducerIDExpirationCheckIntervalMs = 600000
+
+	noProducerEpoch = -1
+	noSequence      = -1
+)
+
+// batchMetadata is Kafka's BatchMetadata: one appended batch of a producer.
+type batchMetadata struct {
+	lastSeq     int32
+	lastOffset  int64
+	offsetDelta int32
+	timestamp   int64
+}
+
+func (b batchMetadata) firstSeq() int32    { return decrementSequence(b.lastSeq, b.offsetDelta) }
+func (b batchMetadata) firstOffset() int64 { return b.lastOffset - int64(b.offsetDelta) }
+
+// producerStateEntry is Kafka's ProducerStateEntry.
+type producerStateEntry struct {
+	producerID            int64
+	epoch                 int16
+	batches               []batchMetadata // oldest first, at most numBatchesToRetain
+	lastTimestamp         int64
+	coordinatorEpoch      int32
+	currentTxnFirstOffset int64 // -1 if none
+}
+
+func newProducerStateEntry(pid int64) *producerStateEntry {
+	return &producerStateEntry{producerID: pid, epoch: noProducerEpoch, lastTimestamp: -1,
+		coordinatorEpoch: -1, currentTxnFirstOffset: -1}
+}
+
+func (e *producerStateEntry) clone() *producerStateEntry {
+	c := *e
+	c.batches = append(make([]batchMetadata, 0, numBatchesToRetain), e.batches...)
+	return &c
+}
+
+func (e *producerStateEntry) lastSeq() int32 {
+	if len(e.batches) == 0 {
+		return noSequence
+	}
+	return e.batches[len(e.batches)-1].lastSeq
+}
+
+// addBatch is ProducerStateEntry.addBatch: an epoch change forgets the old batches.
+func (e *producerStateEntry) addBatch(epoch int16, lastSeq int32, lastOffset int64, offsetDelta int32, ts int64) {
+	if e.epoch != epoch {
+		e.batches = e.batches[:0]
+		e.epoch = epoch
+	}
+	if len(e.batches) == numBatchesToRetain {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:numBatchesToRetain-1]
+	}
+	e.batches = append(e.batches, batchMetadata{lastSeq: lastSeq, lastOffset: lastOffset, offsetDelta: offsetDelta, timestamp: ts})
+	e.lastTimestamp = ts
+}
+
+// findDuplicateBatch is ProducerStateEntry.findDuplicateBatch: same epoch and the same
+// sequence range as one of the retained batches.
+func (e *producerStateEntry) findDuplicateBatch(b recordbatch.Batch) (batchMetadata, bool) {
+	if b.ProducerEpoch() != e.epoch {
+		return batchMetadata{}, false
+	}
+	first, last := b.BaseSequence(), lastSequence(b)
+	for _, m := range e.batches {
+		if m.firstSeq() == first && m.lastSeq == last {
+			return m, true
+		}
+	}
+	return batchMetadata{}, false
+}
+
+// incrementSequence (DefaultRecordBatch.incrementSequence) is in dumplog.go.
+
+// decrementSequence is DefaultRecordBatch.decrementSequence.
+func decrementSequence(seq, dec int32) int32 {
+	if seq < dec {
+		return math.MaxInt32 - (dec - seq) + 1
+	}
+	return seq - dec
+}
+
+func lastSequence(b recordbatch.Batch) int32 {
+	if b.BaseSequence() == noSequence {
+		return noSequence
+	}
+	return incrementSequence(b.BaseSequence(), b.LastOffsetDelta())
+}
+
+// inSequence is ProducerAppendInfo.inSequence.
+func inSequence(lastSeq, nextSeq int32) bool {
+	return nextSeq == lastSeq+1 || (nextSeq == 0 && lastSeq == math.MaxInt32)
+}
+
+// ProducerStateInfo is one producer's state as the log knows it (for tests and
+// DescribeProducers).
+type ProducerStateInfo struct {
+	ProducerID            int64
+	ProducerEpoch         int16
+	LastSequence          int32
+	LastOffset            int64 // -1 if no batch is retained
+	LastTimestamp         int64
+	CoordinatorEpoch      int32
+	CurrentTxnFirstOffset int64
+	RetainedBatches       int
+}
+
+// producerStateManager is Kafka's ProducerStateManager for one partition.
+type producerStateManager struct {
+	dir       string
+	fs        FS
+	log       *logrus.Entry
+	producers map[int64]*producerStateEntry
+	// mapEndOffset is the offset up to which the state covers the log (lastMapOffset).
+	mapEndOffset int64
+	// lastSnapOffset is the offset of the newest snapshot written or loaded.
+	lastSnapOffset int64
+	// snapshots are the offsets of the .snapshot files in dir, ascending.
+	snapshots []int64
+
+	expirationMs, checkIntervalMs int64
+	lastExpiryCheckMs             int64
+
+	// replayedBatches counts batches read from the log to rebuild state (load/truncate);
+	// tests use it to show a restart reads the snapshot, not the whole log.
+	replayedBatches int64
+}
+
+func newProducerStateManager(dir string, fsys FS, log *logrus.Entry, expirationMs, checkIntervalMs int64) *producerStateManager {
+	if expirationMs <= 0 {
+		expirationMs = DefaultProducerIDExpirationMs
+	}
+	if checkIntervalMs <= 0 {
+		checkIntervalMs = DefaultProducerIDExpirationCheckIntervalMs
+	}
+	return &producerStateManager{dir: dir, fs: fsys, log: log, producers: map[int64]*producerStateEntry{},
+		expirationMs: expirationMs, checkIntervalMs: checkIntervalMs}
+}
+
+// batchUpdate is what one batch changes in its producer's entry (the header fields; the
+// batch bytes themselves may be reused by the caller).
+type batchUpdate struct {
+	pid           int64
+	epoch         int16
+	lastSeq       int32
+	baseOffset    int64
+	lastOffset    int64
+	timestamp     int64
+	control       bool
+	transactional bool
+}
+
+func updateOf(b recordbatch.Batch) batchUpdate {
+	return batchUpdate{pid: b.ProducerID(), epoch: b.ProducerEpoch(), lastSeq: lastSequence(b), baseOffset: b.BaseOffset(),
+		lastOffset: b.LastOffset(), timestamp: b.MaxTimestamp(), control: b.Control(), transactional: b.Transactional()}
+}
+
+// apply is ProducerAppendInfo.appendDataBatch / appendEndTxnMarker on e.
+func (u batchUpdate) apply(e *producerStateEntry) {
+	if u.control {
+		// An end-transaction marker: the transaction is over.
+		if u.epoch > e.epoch || e.epoch == noProducerEpoch {
+			e.epoch = u.epoch
+			e.batches = e.batches[:0]
+		}
+		e.currentTxnFirstOffset = -1
+		e.lastTimestamp = u.timestamp
+		return
+	}
+	e.addBatch(u.epoch, u.lastSeq, u.lastOffset, int32(u.lastOffset-u.baseOffset), u.timestamp)
+	if u.transactional && e.currentTxnFirstOffset < 0 {
+		e.currentTxnFirstOffset = u.baseOffset
+	}
+}
+
+// producerAppend is a pending update (ProducerAppendInfo for every producer of one append):
+// nothing changes in the manager until commit. The common append (one batch) is held in
+// one without allocating; more batches move to cloned entries in updated.
+type producerAppend struct {
+	m       *producerStateManager
+	one     batchUpdate
+	hasOne  bool
+	updated map[int64]*producerStateEntry
+}
+
+func (m *producerStateManager) prepareAppend() producerAppend { return producerAppend{m: m} }
+
+// pending returns a cloned entry for pid holding this append's earlier batches.
+func (pa *producerAppend) pending(pid int64) *producerStateEntry {
+	if pa.updated == nil {
+		pa.updated = map[int64]*producerStateEntry{}
+	}
+	if pa.hasOne {
+		pa.hasOne = false
+		one := pa.one
+		pa.pending(one.pid)
+		one.apply(pa.updated[one.pid])
+	}
+	if e, ok := pa.updated[pid]; ok {
+		return e
+	}
+	var e *producerStateEntry
+	if cur, ok := pa.m.producers[pid]; ok {
+		e = cur.clone()
+	} else {
+		e = newProducerStateEntry(pid)
+	}
+	pa.updated[pid] = e
+	return e
+}
+
+// findDuplicate is the leader's duplicate check (UnifiedLog.analyzeAndValidateProducerState
+// for AppendOrigin.CLIENT) against the state before this append.
+func (m *producerStateManager) findDuplicate(b recordbatch.Batch) (batchMetadata, bool) {
+	if b.ProducerID() < 0 {
+		return batchMetadata{}, false
+	}
+	e, ok := m.producers[b.ProducerID()]
+	if !ok {
+		return batchMetadata{}, false
+	}
+	return e.findDuplicateBatch(b)
+}
+
+// validate checks a client batch against the pending state (ProducerAppendInfo
+// checkProducerEpoch + checkSequence for AppendOrigin.CLIENT).
+func (pa *producerAppend) validate(b recordbatch.Batch) error {
+	pid := b.ProducerID()
+	if pid < 0 {
+		return nil
+	}
+	cur, hasCur := pa.m.producers[pid]
+	curEpoch := int16(noProducerEpoch)
+	if hasCur {
+		curEpoch = cur.epoch
+	}
+	// The entry as this append left it so far.
+	epoch, lastSeq := curEpoch, int32(noSequence)
+	if hasCur {
+		lastSeq = cur.lastSeq()
+	}
+	if e, ok := pa.updated[pid]; ok {
+		epoch, lastSeq = e.epoch, e.lastSeq()
+	} else if pa.hasOne && pa.one.pid == pid {
+		e := pa.pending(pid)
+		epoch, lastSeq = e.epoch, e.lastSeq()
+	}
+	appendEpoch, firstSeq := b.ProducerEpoch(), b.BaseSequence()
+	if appendEpoch < epoch {
+		return fmt.Errorf("%w: epoch of producer %d is %d, which is smaller than the last seen epoch %d",
+			ErrInvalidProducerEpoch, pid, appendEpoch, epoch)
+	}
+	if appendEpoch != epoch {
+		if firstSeq != 0 && epoch != noProducerEpoch {
+			return fmt.Errorf("%w: invalid sequence number for new epoch of producer %d: %d (request epoch), %d (seq. number), %d (current producer epoch)",
+				ErrOutOfOrderSequence, pid, appendEpoch, firstSeq, epoch)
+		}
+		return nil
+	}
+	// No known epoch (state deleted by retention or DeleteRecords): any sequence goes.
+	if curEpoch != noProducerEpoch && !inSequence(lastSeq, firstSeq) {
+		return fmt.Errorf("%w: out of order sequence number for producer %d: %d (incoming seq. number), %d (current end sequence number)",
+			ErrOutOfOrderSequence, pid, firstSeq, lastSeq)
+	}
+	return nil
+}
+
+// update records a batch (after validate for leaders; unchecked for followers and recovery),
+// as ProducerAppendInfo.append.
+func (pa *producerAppend) update(b recordbatch.Batch) {
+	pid := b.ProducerID()
+	if pid < 0 {
+		return
+	}
+	u := updateOf(b)
+	if !u.control {
+		e, ok := pa.updated[pid]
+		if !ok && pa.hasOne && pa.one.pid == pid {
+			e, ok = pa.pending(pid), true
+		} else if !ok {
+			e, ok = pa.m.producers[pid]
+		}
+		if ok && u.epoch < e.epoch {
+			// Replicated or recovered data from an older epoch: Kafka only warns.
+			pa.m.log.WithFields(logrus.Fields{"producer_id": pid, "producer_epoch": u.epoch, "current_epoch": e.epoch, "offset": u.baseOffset}).
+				Warn("producer epoch smaller than the last seen epoch")
+		}
+	}
+	if pa.updated == nil && !pa.hasOne {
+		pa.one, pa.hasOne = u, true
+		return
+	}
+	u.apply(pa.pending(pid))
+}
+
+// commit publishes the pending state (ProducerStateManager.update + updateMapEndOffset).
+func (pa *producerAppend) commit(nextOffset int64) {
+	if pa.hasOne {
+		e, ok := pa.m.producers[pa.one.pid]
+		if !ok {
+			e = newProducerStateEntry(pa.one.pid)
+			pa.m.producers[pa.one.pid] = e
+		}
+		pa.one.apply(e)
+	}
+	for pid, e := range pa.updated {
+		pa.m.producers[pid] = e
+	}
+	pa.m.mapEndOffset = nextOffset
+}
+
+// removeExpired drops producers idle for producer.id.expiration.ms with no open
+// transaction (ProducerStateManager.removeExpiredProducers).
+func (m *producerStateManager) removeExpired(nowMs int64) int {
+	m.lastExpiryCheckMs = nowMs
+	n := 0
+	for pid, e := range m.producers {
+		if m.isExpired(e, nowMs) {
+			delete(m.producers, pid)
+			n++
+		}
+	}
+	return n
+}
+
+func (m *producerStateManager) isExpired(e *producerStateEntry, nowMs int64) bool {
+	return e.currentTxnFirstOffset < 0 && nowMs-e.lastTimestamp >= m.expirationMs
+}
+
+// maybeRemoveExpired runs removeExpired at most once per check interval (Kafka's
+// PeriodicProducerExpirationCheck task, here driven by appends and the manager).
+func (m *producerStateManager) maybeRemoveExpired(nowMs int64) {
+	if nowMs-m.lastExpiryCheckMs < m.checkIntervalMs {
+		return
+	}
+	if n := m.removeExpired(nowMs); n > 0 {
+		m.log.WithField("producers", n).Debug("removed expired producer ids")
+	}
+}
+
+func (m *producerStateManager) info() []ProducerStateInfo {
+	out := make([]ProducerStateInfo, 0, len(m.producers))
+	for _, e := range m.producers {
+		pi := ProducerStateInfo{ProducerID: e.producerID, ProducerEpoch: e.epoch, LastSequence: e.lastSeq(), LastOffset: -1,
+			LastTimestamp: e.lastTimestamp, CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnFirstOffset: e.currentTxnFirstOffset,
+			RetainedBatches: len(e.batches)}
+		if n := len(e.batches); n > 0 {
+			pi.LastOffset = e.batches[n-1].lastOffset
+		}
+		out = append(out, pi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
+// ---- snapshot files ----
+
+// ProducerSnapshotFileName is <dir>/<20-digit offset>.snapshot.
+func ProducerSnapshotFileName(dir string, offset int64) string {
+	return filepath.Join(dir, FilenamePrefixFromOffset(offset)+SnapshotFileSuffix)
+}
+
+// encodeProducerSnapshot writes the snapshot bytes of entries (sorted by producer id).
+func encodeProducerSnapshot(entries []*producerStateEntry) []byte {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].producerID < entries[j].producerID })
+	buf := make([]byte, producerSnapshotHeader+producerSnapshotEntrySize*len(entries))
+	be := binary.BigEndian
+	be.PutUint16(buf[0:], producerSnapshotVersion)
+	be.PutUint32(buf[6:], uint32(len(entries)))
+	p := buf[producerSnapshotHeader:]
+	for _, e := range entries {
+		lastSeq, lastOffset, delta := int32(noSequence), int64(-1), int32(0)
+		if n := len(e.batches); n > 0 {
+			last := e.batches[n-1]
+			lastSeq, lastOffset, delta = last.lastSeq, last.lastOffset, last.offsetDelta
+		}
+		be.PutUint64(p[0:], uint64(e.producerID))
+		be.PutUint16(p[8:], uint16(e.epoch))
+		be.PutUint32(p[10:], uint32(lastSeq))
+		be.PutUint64(p[14:], uint64(lastOffset))
+		be.PutUint32(p[22:], uint32(delta))
+		be.PutUint64(p[26:], uint64(e.lastTimestamp))
+		be.PutUint32(p[34:], uint32(e.coordinatorEpoch))
+		be.PutUint64(p[38:], uint64(e.currentTxnFirstOffset))
+		p = p[producerSnapshotEntrySize:]
+	}
+	be.PutUint32(buf[2:], recordbatch.CRC32C(buf[6:]))
+	return buf
+}
+
+// errCorruptSnapshot is Kafka's CorruptSnapshotException.
+var errCorruptSnapshot = errors.New("logstore: corrupt producer snapshot")
+
+func decodeProducerSnapshot(buf []byte) ([]*producerStateEntry, error) {
+	be := binary.BigEndian
+	if len(buf) < producerSnapshotHeader {
+		return nil, fmt.Errorf("%w: %d bytes", errCorruptSnapshot, len(buf))
+	}
+	if v := int16(be.Uint16(buf)); v != producerSnapshotVersion {
+		return nil, fmt.Errorf("%w: version %d", errCorruptSnapshot, v)
+	}
+	if crc, computed := be.Uint32(buf[2:]), recordbatch.CRC32C(buf[6:]); crc != computed {
+		return nil, fmt.Errorf("%w: crc %d, computed %d", errCorruptSnapshot, crc, computed)
+	}
+	n := int32(be.Uint32(buf[6:]))
+	if n < 0 || int64(len(buf)-producerSnapshotHeader) != int64(n)*producerSnapshotEntrySize {
+		return nil, fmt.Errorf("%w: %d entries in %d bytes", errCorruptSnapshot, n, len(buf))
+	}
+	out := make([]*producerStateEntry, 0, n)
+	for p := buf[producerSnapshotHeader:]; len(p) > 0; p = p[producerSnapshotEntrySize:] {
+		e := newProducerStateEntry(int64(be.Uint64(p[0:])))
+		e.epoch = int16(be.Uint16(p[8:]))
+		lastSeq := int32(be.Uint32(p[10:]))
+		lastOffset := int64(be.Uint64(p[14:]))
+		delta := int32(be.Uint32(p[22:]))
+		e.lastTimestamp = int64(be.Uint64(p[26:]))
+		e.coordinatorEpoch = int32(be.Uint32(p[34:]))
+		e.currentTxnFirstOffset = int64(be.Uint64(p[38:]))
+		if lastOffset >= 0 {
+			e.batches = append(e.batches, batchMetadata{lastSeq: lastSeq, lastOffset: lastOffset, offsetDelta: delta, timestamp: e.lastTimestamp})
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// setSnapshots takes the .snapshot files from the names of the files in dir (read once by
+// load); stray .tmp files are removed.
+func (m *producerStateManager) setSnapshots(names map[string]bool) {
+	m.snapshots = m.snapshots[:0]
+	for name := range names {
+		if strings.HasSuffix(name, SnapshotFileSuffix+".tmp") {
+			_ = m.fs.Remove(filepath.Join(m.dir, name))
+			continue
+		}
+		if !strings.HasSuffix(name, SnapshotFileSuffix) || len(name) != 20+len(SnapshotFileSuffix) {
+			continue
+		}
+		if off, ok := OffsetFromFileName(name); ok {
+			m.snapshots = append(m.snapshots, off)
+		}
+	}
+	sort.Slice(m.snapshots, func(i, j int) bool { return m.snapshots[i] < m.snapshots[j] })
+}
+
+// takeSnapshot writes the state as of mapEndOffset (ProducerStateManager.takeSnapshot),
+// unless a snapshot at that offset already exists.
+func (m *producerStateManager) takeSnapshot() error {
+	if m.mapEndOffset <= m.lastSnapOffset && m.hasSnapshot(m.mapEndOffset) {
+		return nil
+	}
+	entries := make([]*producerStateEntry, 0, len(m.producers))
+	for _, e := range m.producers {
+		entries = append(entries, e)
+	}
+	data := encodeProducerSnapshot(entries)
+	path := ProducerSnapshotFileName(m.dir, m.mapEndOffset)
+	if err := writeFileAtomic(m.fs, path, data); err != nil {
+		return fmt.Errorf("%w: write producer snapshot %s: %v", ErrKafkaStorage, path, err)
+	}
+	if !m.hasSnapshot(m.mapEndOffset) {
+		m.snapshots = append(m.snapshots, m.mapEndOffset)
+		sort.Slice(m.snapshots, func(i, j int) bool { return m.snapshots[i] < m.snapshots[j] })
+	}
+	m.lastSnapOffset = m.mapEndOffset
+	return nil
+}
+
+func (m *producerStateManager) hasSnapshot(off int64) bool {
+	for _, s := range m.snapshots {
+		if s == off {
+			return true
+		}
+	}
+	return false
+}
+
+// writeFileAtomic writes path via path.tmp, fsync and rename.
+func writeFileAtomic(fsys FS, path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(path))
+}
+
+func (m *producerStateManager) readSnapshot(off int64) ([]*producerStateEntry, error) {
+	path := ProducerSnapshotFileName(m.dir, off)
+	f, err := m.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, st.Size())
+	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return decodeProducerSnapshot(buf)
+}
+
+// deleteSnapshotsWhere removes snapshot files whose offset matches drop.
+func (m *producerStateManager) deleteSnapshotsWhere(drop func(off int64) bool) {
+	keep := m.snapshots[:0]
+	for _, off := range m.snapshots {
+		if !drop(off) {
+			keep = append(keep, off)
+			continue
+		}
+		if err := m.fs.Remove(ProducerSnapshotFileName(m.dir, off)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.log.WithError(err).WithField("snapshot_offset", off).Warn("cannot delete producer snapshot")
+		}
+	}
+	m.snapshots = keep
+	if m.lastSnapOffset > 0 && !m.hasSnapshot(m.lastSnapOffset) {
+		m.lastSnapOffset = 0
+		if n := len(m.snapshots); n > 0 {
+			m.lastSnapOffset = m.snapshots[n-1]
+		}
+	}
+}
+
+// loadFromSnapshot clears the state and loads the latest readable snapshot in
+// [logStart, logEnd] (ProducerStateManager.loadFromSnapshot); a corrupt one is deleted and
+// the next older one tried. It returns the offset replay must start from.
+func (m *producerStateManager) loadFromSnapshot(logStart, logEnd, nowMs int64) int64 {
+	m.producers = map[int64]*producerStateEntry{}
+	for i := len(m.snapshots) - 1; i >= 0; i-- {
+		off := m.snapshots[i]
+		if off > logEnd || off < logStart {
+			continue
+		}
+		entries, err := m.readSnapshot(off)
+		if err != nil {
+			m.log.WithError(err).WithField("snapshot_offset", off).Warn("failed to load producer snapshot, deleting it")
+			m.deleteSnapshotsWhere(func(o int64) bool { return o == off })
+			return m.loadFromSnapshot(logStart, logEnd, nowMs)
+		}
+		for _, e := range entries {
+			if !m.isExpired(e, nowMs) {
+				m.producers[e.producerID] = e
+			}
+		}
+		m.mapEndOffset, m.lastSnapOffset = off, off
+		return off
+	}
+	m.mapEndOffset = logStart
+	return logStart
+}
+
+// ---- Log integration ----
+
+// rebuildProducerState is UnifiedLog.rebuildProducerState: drop snapshots outside
+// [logStart, logEnd], load the latest one and replay the batches after it to logEnd.
+// Callers hold mu (or own the log during load).
+func (l *Log) rebuildProducerState(logEnd int64, logStart int64, why string) error {
+	m := l.producerState
+	m.deleteSnapshotsWhere(func(off int64) bool { return off > logEnd || off < logStart })
+	nowMs := l.clock().UnixMilli()
+	from := m.loadFromSnapshot(logStart, logEnd, nowMs)
+	start := m.replayedBatches
+	if from < logEnd {
+		if err := l.replayProducerState(from, logEnd); err != nil {
+			return err
+		}
+	}
+	m.mapEndOffset = logEnd
+	m.lastExpiryCheckMs = nowMs
+	fields := logrus.Fields{"producers": len(m.producers), "replayed_batches": m.replayedBatches - start,
+		"replay_from_offset": from, "log_end_offset": logEnd, "reason": why}
+	switch {
+	case m.lastSnapOffset == from && m.hasSnapshot(from):
+		fields["snapshot_offset"] = from
+		l.log.WithFields(fields).Info("loaded producer state from snapshot")
+	case m.replayedBatches == start:
+		l.log.WithFields(fields).Debug("no producer state to load")
+	default:
+		l.log.WithFields(fields).Info("rebuilt producer state from the log (no snapshot)")
+	}
+	return nil
+}
+
+// replayProducerState reads the batch headers in [from, to) and updates producer state
+// without checks (loadProducersFromRecords).
+func (l *Log) replayProducerState(from, to int64) error {
+	m := l.producerState
+	pa := m.prepareAppend()
+	var hdr [recordbatch.HeaderSize]byte
+	for _, s := range l.segments() {
+		end := s.size.Load()
+		if s.baseOffset >= to {
+			break
+		}
+		var pos int64
+		if from > s.baseOffset {
+			bp, ok, err := s.translateOffset(from, end)
+			if err != nil {
+				return fmt.Errorf("%w: replay producer state: %v", ErrKafkaStorage, err)
+			}
+			if !ok {
+				continue
+			}
+			pos = bp.pos
+		}
+		for pos < end {
+			b, err := s.readHeader(&hdr, pos, end)
+			if err != nil {
+				break // a torn tail was cut by recovery; nothing valid after it
+			}
+			size := int64(b.BatchLength()) + recordbatch.LogOverhead
+			if size < recordbatch.HeaderSize || b.BaseOffset() >= to {
+				break
+			}
+			if b.LastOffset() >= from {
+				m.replayedBatches++
+				pa.update(b)
+			}
+			pos += size
+		}
+	}
+	pa.commit(to)
+	return nil
+}
+
+// ProducerStates lists the producers this partition knows (tests, DescribeProducers).
+func (l *Log) ProducerStates() []ProducerStateInfo {
+	l.mu.Lock()
+	defer l.unlock()
+	return l.producerState.info()
+}
+
+// ProducerSnapshotOffsets lists the offsets of the .snapshot files.
+func (l *Log) ProducerSnapshotOffsets() []int64 {
+	l.mu.Lock()
+	defer l.unlock()
+	return append([]int64(nil), l.producerState.snapshots...)
+}
+
+// ProducerStateReplayedBatches is how many batches were read from the log to rebuild
+// producer state since the log was opened (load and truncation).
+func (l *Log) ProducerStateReplayedBatches() int64 {
+	l.mu.Lock()
+	defer l.unlock()
+	return l.producerState.replayedBatches
+}
+
+// RemoveExpiredProducers drops producers idle longer than producer.id.expiration.ms
+// (the manager's periodic check; appends also run it once per check interval).
+func (l *Log) RemoveExpiredProducers() int {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() {
+		return 0
+	}
+	return l.producerState.removeExpired(l.clock().UnixMilli())
+}
+
+// TakeProducerSnapshot writes a snapshot at the LEO.
+func (l *Log) TakeProducerSnapshot() error {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.takeProducerSnapshotLocked()
+}
+
+func (l *Log) takeProducerSnapshotLocked() error {
+	m := l.producerState
+	m.mapEndOffset = l.logEndOffset.Load()
+	if err := m.takeSnapshot(); err != nil {
+		l.ioFailed(err)
+		return err
+	}
+	return nil
+}
+
+// DumpProducerSnapshot prints a .snapshot file as kafka-dump-log does
+// (DumpLogSegments.dumpProducerIdSnapshot): one line per producer. A corrupt file is
+// reported as an error.
+func DumpProducerSnapshot(w io.Writer, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	entries, err := decodeProducerSnapshot(data)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		txn := "OptionalLong.empty"
+		if e.currentTxnFirstOffset >= 0 {
+			txn = fmt.Sprintf("OptionalLong[%d]", e.currentTxnFirstOffset)
+		}
+		fmt.Fprintf(w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %s lastTimestamp: %d ",
+			e.producerID, e.epoch, e.coordinatorEpoch, txn, e.lastTimestamp)
+		if len(e.batches) > 0 {
+			m := e.batches[0]
+			fmt.Fprintf(w, "firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d",
+				m.firstSeq(), m.lastSeq, m.lastOffset, m.offsetDelta, m.timestamp)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
