@@ -41,15 +41,15 @@ stop_all() {
 	[ -n "$stopping" ] && return
 	stopping=1
 	# A second Ctrl-C while stopping kills everything at once.
-	trap 'kill -KILL "${broker_pids[@]}" $ZK_PID 2>/dev/null; exit 130' INT TERM
-	[ -n "${TAIL_PID:-}" ] && kill "$TAIL_PID" 2>/dev/null
+	trap 'kill -KILL "${broker_pids[@]}" $ZK_PID 2>/dev/null; exit 130' INT TERM HUP
+	if [ -n "${TAIL_PID:-}" ]; then kill "$TAIL_PID" 2>/dev/null || true; fi
 	if [ ${#broker_pids[@]} -gt 0 ]; then
 		log "stopping brokers (SIGTERM)"
 		kill -TERM "${broker_pids[@]}" 2>/dev/null || true
 		local i=0 pid
 		for pid in "${broker_pids[@]}"; do
 			i=$((i + 1))
-			stop_pid "$pid" "broker $i" 60
+			wait_pid "$pid" "broker $i" 60
 		done
 	fi
 	if [ -n "$ZK_PID" ]; then
@@ -59,6 +59,7 @@ stop_all() {
 	log "stopped"
 }
 trap 'stop_all; exit 130' INT TERM
+trap 'stop_all; exit 129' HUP # the terminal went away
 trap 'stop_all' EXIT
 
 mkdir -p "$dir/zookeeper"

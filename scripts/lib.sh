@@ -102,11 +102,16 @@ EOF
 	die "ZooKeeper did not serve on 127.0.0.1:$port within 30s (log: $dir/zookeeper.log)"
 }
 
-# stop_pid PID NAME SECONDS: SIGTERM, wait up to SECONDS, then SIGKILL.
+# stop_pid PID NAME SECONDS: SIGTERM, then wait_pid.
 stop_pid() {
+	kill -TERM "$1" 2>/dev/null || true
+	wait_pid "$@"
+}
+
+# wait_pid PID NAME SECONDS: waits up to SECONDS for PID to exit, then SIGKILLs it. Sends no
+# second SIGTERM: a broker takes a second signal as "exit now, skip the clean shutdown".
+wait_pid() {
 	local pid=$1 name=$2 secs=$3 i
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null || true
 	for ((i = 0; i < secs * 10; i++)); do
 		kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
 		sleep 0.1
