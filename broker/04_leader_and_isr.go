@@ -4,7 +4,8 @@ package broker
 // the controller. A broker epoch older than this broker's registration (czxid) gets
 // STALE_BROKER_EPOCH for every partition (the request was meant for an earlier
 // incarnation); -1 (v0-1, or unknown) is accepted. The controller-epoch fence and the
-// leader/follower transitions are ReplicaManager.BecomeLeaderOrFollower.
+// leader/follower transitions are ReplicaManager.BecomeLeaderOrFollower; then the group
+// coordinator loads or unloads the __consumer_offsets partitions that changed.
 
 import (
 	"context"
@@ -12,6 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/logstore"
 )
 
 func init() { registerAPI(0, 7, (*APIs).handleLeaderAndIsr) }
@@ -26,7 +29,56 @@ func (a *APIs) handleLeaderAndIsr(ctx context.Context, rc *RequestContext, req *
 	if a.Replicas == nil {
 		return leaderAndIsrErrorResponse(req, kerr.UnknownServerError), nil
 	}
-	return a.Replicas.BecomeLeaderOrFollower(req), nil
+	resp := a.Replicas.BecomeLeaderOrFollower(req)
+	a.onOffsetsLeadershipChange(req, resp)
+	return resp, nil
+}
+
+// onOffsetsLeadershipChange is the group-coordinator part of KafkaApis' onLeadershipChange
+// callback: every __consumer_offsets partition answered without error is loaded if this
+// broker now leads it (onElection) and unloaded otherwise (onResignation).
+func (a *APIs) onOffsetsLeadershipChange(req *kmsg.LeaderAndISRRequest, resp *kmsg.LeaderAndISRResponse) {
+	if resp.ErrorCode != 0 {
+		return
+	}
+	var states []kmsg.LeaderAndISRRequestTopicPartition
+	var topicID [16]byte
+	if req.Version < 2 {
+		for _, ps := range req.PartitionStates {
+			if ps.Topic == GroupMetadataTopicName {
+				states = append(states, ps)
+			}
+		}
+	}
+	for _, ts := range req.TopicStates {
+		if ts.Topic == GroupMetadataTopicName {
+			states, topicID = ts.PartitionStates, ts.TopicID
+		}
+	}
+	if len(states) == 0 {
+		return
+	}
+	failed := map[int32]bool{}
+	for _, rp := range resp.Partitions { // v0-4
+		if rp.Topic == GroupMetadataTopicName && rp.ErrorCode != 0 {
+			failed[rp.Partition] = true
+		}
+	}
+	for _, rt := range resp.Topics { // v5+
+		if rt.TopicID == topicID {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					failed[rp.Partition] = true
+				}
+			}
+		}
+	}
+	for _, ps := range states {
+		if !failed[ps.Partition] {
+			tp := logstore.TopicPartition{Topic: GroupMetadataTopicName, Partition: ps.Partition}
+			a.OnOffsetsLeadershipChange(tp, ps.Leader == a.BrokerID, ps.LeaderEpoch)
+		}
+	}
 }
 
 // leaderAndIsrErrorResponse is LeaderAndIsrRequest.getErrorResponse: the code at the top and

@@ -11,6 +11,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/logstore"
 )
 
 func init() { registerAPI(0, 4, (*APIs).handleStopReplica) }
@@ -29,5 +31,15 @@ func (a *APIs) handleStopReplica(ctx context.Context, rc *RequestContext, req *k
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return resp, nil
 	}
-	return a.Replicas.StopReplicas(req), nil
+	resp := a.Replicas.StopReplicas(req)
+	// KafkaApis.handleStopReplicaRequest: the group coordinator unloads the
+	// __consumer_offsets partitions stopped without error (onResignation).
+	if resp.ErrorCode == 0 {
+		for _, rp := range resp.Partitions {
+			if rp.Topic == GroupMetadataTopicName && rp.ErrorCode == 0 {
+				a.OnOffsetsLeadershipChange(logstore.TopicPartition{Topic: rp.Topic, Partition: rp.Partition}, false, -1)
+			}
+		}
+	}
+	return resp, nil
 }

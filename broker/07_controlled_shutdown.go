@@ -3,7 +3,9 @@ package broker
 // 07_controlled_shutdown.go — ControlledShutdown v0-3 (KafkaApis.handleControlledShutdownRequest),
 // sent by a broker that is shutting down to the controller. Only the active controller
 // handles it (controller.ControlledShutdown, in order with its other events); elsewhere the
-// controller package answers NOT_CONTROLLER. v0 comes with request header v0 (conn.go).
+// answer is STALE_CONTROLLER_EPOCH, as Kafka's doControlledShutdown throws
+// ControllerMovedException on a broker that is not the controller (the sender retries).
+// v0 comes with request header v0 (conn.go).
 
 import (
 	"context"
@@ -18,7 +20,7 @@ func (a *APIs) handleControlledShutdown(ctx context.Context, rc *RequestContext,
 	ad := a.admin()
 	if ad == nil || ad.controller == nil {
 		resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
-		resp.ErrorCode = kerr.NotController.Code
+		resp.ErrorCode = kerr.StaleControllerEpoch.Code
 		return resp, nil
 	}
 	resp := ad.controller.ControlledShutdown(ctx, req)

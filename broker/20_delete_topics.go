@@ -97,7 +97,13 @@ func (a *APIs) handleDeleteTopics(ctx context.Context, rc *RequestContext, req *
 		if err != nil {
 			// handleDeleteTopicsResults sets the code only.
 			r.ErrorCode, _ = apiErrorParts(err)
-			ad.log.WithError(err).WithField("topic", *r.Topic).Error("error processing delete topic request")
+			// A client's mistake (an unknown topic) is not an operator's problem.
+			entry := ad.log.WithError(err).WithField("topic", *r.Topic)
+			if r.ErrorCode == kerr.UnknownServerError.Code {
+				entry.Error("error processing delete topic request")
+			} else {
+				entry.Info("error processing delete topic request")
+			}
 			continue
 		}
 		marked = append(marked, i)

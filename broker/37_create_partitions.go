@@ -21,7 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-kafka/samsa/controller"
 	"github.com/samsa-kafka/samsa/zkmeta"
 )
 
@@ -125,22 +124,14 @@ func (ad *adminState) createPartitions(t kmsg.CreatePartitionsRequestTopic, vali
 
 func (ad *adminState) tryCreatePartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) ([]int32, error) {
 	topic := t.Topic
-	infos, err := ad.zk.GetAllBrokers()
+	allBrokers, err := ad.liveBrokers()
 	if err != nil {
-		return nil, fmt.Errorf("read brokers: %w", err)
+		return nil, err
 	}
-	allBrokers := make([]controller.BrokerMetadata, 0, len(infos))
-	brokerIDs := map[int32]bool{}
-	for _, b := range infos {
-		bm := controller.BrokerMetadata{ID: b.ID}
-		if b.Rack != "" {
-			r := b.Rack
-			bm.Rack = &r
-		}
-		allBrokers = append(allBrokers, bm)
+	brokerIDs := make(map[int32]bool, len(allBrokers))
+	for _, b := range allBrokers {
 		brokerIDs[b.ID] = true
 	}
-	sort.Slice(allBrokers, func(i, j int) bool { return allBrokers[i].ID < allBrokers[j].ID })
 
 	existing, version, err := ad.zk.GetTopic(topic)
 	if errors.Is(err, zkmeta.ErrNoNode) {

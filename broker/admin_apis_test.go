@@ -102,7 +102,10 @@ func init() {
 			return req
 		},
 		check: func(t *testing.T, r kmsg.Response) {
-			notController(r.(*kmsg.ControlledShutdownResponse).ErrorCode, t)
+			// doControlledShutdown off the active controller: ControllerMovedException.
+			if code := r.(*kmsg.ControlledShutdownResponse).ErrorCode; code != kerr.StaleControllerEpoch.Code {
+				t.Fatalf("error %d, want STALE_CONTROLLER_EPOCH without admin state", code)
+			}
 		},
 	}
 	requestBuilders[56] = requestBuilder{

@@ -249,22 +249,24 @@ func (b *Broker) start(ctx context.Context) error {
 	// LogManager.
 	props := cfg.Props
 	logs, err := logstore.OpenManager(logstore.ManagerConfig{
-		Dirs:                            cfg.LogDirs,
-		BrokerID:                        b.brokerID,
-		ClusterID:                       clusterID,
-		BrokerProps:                     props,
-		TopicConfig:                     b.topicConfigOrNil,
-		RecoveryThreadsPerDir:           cfg.NumRecoveryThreadsPerDataDir,
-		FlushCheckpointInterval:         cfg.LogFlushOffsetCheckpointInterval,
-		StartOffsetCheckpointInterval:   cfg.LogFlushStartOffsetCheckpointInterval,
-		HighWatermarkCheckpointInterval: cfg.ReplicaHighWatermarkCheckpointInterval,
-		RetentionCheckInterval:          cfg.LogRetentionCheckInterval,
-		FlushSchedulerInterval:          cfg.LogFlushSchedulerInterval,
-		CleanerEnable:                   propBool(props, "log.cleaner.enable", true),
-		CleanerBackoff:                  time.Duration(propInt(props, "log.cleaner.backoff.ms", 15000)) * time.Millisecond,
-		CleanerDedupeBufferSize:         propInt(props, "log.cleaner.dedupe.buffer.size", 134217728),
-		FS:                              b.fs,
-		Log:                             log,
+		Dirs:                              cfg.LogDirs,
+		BrokerID:                          b.brokerID,
+		ClusterID:                         clusterID,
+		BrokerProps:                       props,
+		TopicConfig:                       b.topicConfigOrNil,
+		RecoveryThreadsPerDir:             cfg.NumRecoveryThreadsPerDataDir,
+		FlushCheckpointInterval:           cfg.LogFlushOffsetCheckpointInterval,
+		StartOffsetCheckpointInterval:     cfg.LogFlushStartOffsetCheckpointInterval,
+		HighWatermarkCheckpointInterval:   cfg.ReplicaHighWatermarkCheckpointInterval,
+		RetentionCheckInterval:            cfg.LogRetentionCheckInterval,
+		FlushSchedulerInterval:            cfg.LogFlushSchedulerInterval,
+		CleanerEnable:                     propBool(props, "log.cleaner.enable", true),
+		CleanerBackoff:                    time.Duration(propInt(props, "log.cleaner.backoff.ms", 15000)) * time.Millisecond,
+		CleanerDedupeBufferSize:           propInt(props, "log.cleaner.dedupe.buffer.size", 134217728),
+		ProducerIDExpiration:              propMs(props, "producer.id.expiration.ms", 86400000),
+		ProducerIDExpirationCheckInterval: propMs(props, "producer.id.expiration.check.interval.ms", 600000),
+		FS:                                b.fs,
+		Log:                               log,
 		OnDirOffline: func(dir string) {
 			// ReplicaManager.handleLogDirFailure: tell the controller, which sends
 			// LeaderAndIsr so the replicas on the dead dir are marked offline.
@@ -522,6 +524,12 @@ func (b *Broker) shutdown() {
 		b.runCancel()
 	}
 	b.wg.Wait()
+	// Coordinators (KafkaServer.shutdown: after the socket servers, before the
+	// ReplicaManager): appends and loads in flight end first.
+	if b.apis != nil {
+		b.apis.ShutdownGroupCoordinator()
+		b.apis.ShutdownProducerIDManager()
+	}
 	// ReplicaManager: parked produce/fetch waiters fail fast.
 	if b.replicas != nil {
 		b.replicas.Shutdown()
@@ -663,6 +671,11 @@ func propBool(props map[string]string, key string, def bool) bool {
 		}
 	}
 	return def
+}
+
+// propMs reads a ...ms key as a duration.
+func propMs(props map[string]string, key string, defMs int64) time.Duration {
+	return time.Duration(propInt(props, key, defMs)) * time.Millisecond
 }
 
 func propInt(props map[string]string, key string, def int64) int64 {

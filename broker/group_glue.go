@@ -6,11 +6,11 @@ package broker
 // builds the coordinator from the broker's config, and creates __consumer_offsets on first
 // use (KafkaApis.getOrCreateInternalTopic).
 //
-// The coordinator is created on the first group request (a per-APIs registry, until
-// broker.go holds it); it owns no long-lived goroutine (its timers run on one runtime timer),
-// and Broker.Shutdown should call APIs.ShutdownGroupCoordinator. Leadership of offsets
-// partitions is reconciled on every group request and by a one-second sweep; a LeaderAndIsr
-// hook (requested from H5/H7) makes loading immediate.
+// The coordinator is created on the first group request or LeaderAndIsr for an offsets
+// partition (a per-APIs registry); it owns no long-lived goroutine (its timers run on one
+// runtime timer), and Broker.Shutdown calls APIs.ShutdownGroupCoordinator. LeaderAndIsr and
+// StopReplica (04, 05) load and unload offsets partitions at once; a one-second sweep in the
+// coordinator is only a safety net.
 
 import (
 	"context"

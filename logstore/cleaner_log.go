@@ -48,7 +48,13 @@ func (l *Log) forEachBatch(segBase int64, fn func(b recordbatch.Batch) error) er
 // load: LogLoader, recovery.go completeSwap), swapped into the segment list in place of the
 // old ones under the log's lock, the old ones renamed .deleted (closed and removed after
 // file.delete.delay.ms, so readers holding them finish), and the .swap renamed into place.
+// oldBases must be contiguous, not include the active segment, and start at base; write
+// takes one whole batch per call, offsets increasing. This is the only implementation of
+// the swap; its crash points (testCleanerCrash) are tested in cleaner_manager_test.go.
 func (l *Log) replaceWithCleaned(base int64, oldBases []int64, emit func(write func(batch []byte) error) error) error {
+	if len(oldBases) == 0 || oldBases[0] != base {
+		return fmt.Errorf("logstore: replace %s: cleaned base %d must equal the first old base", l.tp, base)
+	}
 	old := make(map[int64]*Segment, len(oldBases))
 	cur := l.segments()
 	for _, b := range oldBases {
@@ -76,14 +82,25 @@ func (l *Log) replaceWithCleaned(base int64, oldBases []int64, emit func(write f
 	discard := func() { _ = seg.deleteFiles() }
 	now := l.clock()
 	var pos int64
+	lastOffset := base - 1
 	err = emit(func(raw []byte) error {
-		b := recordbatch.Batch(raw)
+		b, rest, err := recordbatch.Next(raw)
+		if err != nil || len(rest) != 0 {
+			return fmt.Errorf("logstore: cleaned batch is not one whole batch: %v", err)
+		}
 		last, maxTs := b.LastOffset(), b.MaxTimestamp()
+		if b.BaseOffset() <= lastOffset || !seg.canConvertToRelativeOffset(last) {
+			return fmt.Errorf("logstore: cleaned batch offsets [%d, %d] out of order or range", b.BaseOffset(), last)
+		}
+		if seg.offsetIdx.isFull() || seg.timeIdx.isFull() {
+			return fmt.Errorf("logstore: cleaned segment %d index full", base)
+		}
 		if err := seg.append(last, maxTs, last, raw, pos); err != nil {
 			return err
 		}
 		seg.afterAppend(last, maxTs, last, int64(len(raw)), pos, now)
 		pos += int64(len(raw))
+		lastOffset = last
 		return nil
 	})
 	if err == nil {
@@ -119,25 +136,31 @@ func (l *Log) replaceWithCleaned(base int64, oldBases []int64, emit func(write f
 		return fmt.Errorf("%w: %s closed or offline", errCleaningAborted, l.tp)
 	}
 	segs := l.segments()
-	next := make([]*Segment, 0, len(segs))
-	var drop []*Segment
-	inserted := false
-	for _, s := range segs {
-		if o, ok := old[s.baseOffset]; ok && o == s {
-			drop = append(drop, s)
-			if !inserted {
-				next = append(next, seg)
-				inserted = true
-			}
-			continue
+	first := -1
+	for i, s := range segs {
+		if s == old[oldBases[0]] {
+			first = i
+			break
 		}
-		next = append(next, s)
 	}
-	if len(drop) != len(old) {
-		// Truncated or deleted meanwhile: the cleaned copy no longer matches the log.
+	// Truncated, deleted or rolled meanwhile, or asked to replace the active segment: the
+	// cleaned copy no longer matches the log.
+	if first < 0 || first+len(oldBases) > len(segs)-1 {
 		discard()
-		return fmt.Errorf("%w: segments of %s changed during cleaning", errCleaningAborted, l.tp)
+		return fmt.Errorf("%w: segments %v of %s changed or include the active one", errCleaningAborted, oldBases, l.tp)
 	}
+	drop := segs[first : first+len(oldBases)]
+	for j, b := range oldBases {
+		if drop[j] != old[b] {
+			discard()
+			return fmt.Errorf("%w: segments %v of %s are not contiguous", errCleaningAborted, oldBases, l.tp)
+		}
+	}
+	drop = append([]*Segment(nil), drop...)
+	next := make([]*Segment, 0, len(segs)-len(drop)+1)
+	next = append(next, segs[:first]...)
+	next = append(next, seg)
+	next = append(next, segs[first+len(drop):]...)
 	// Old files move to .deleted before the .swap takes the plain names (one old segment
 	// shares the new one's base offset).
 	if err := l.deleteSegmentsLocked(drop); err != nil {

@@ -64,6 +64,8 @@ func DumpLog(w io.Writer, files []string, opts DumpOptions) error {
 			err = dumpTimeIndexFile(w, f, opts)
 		case TxnIndexFileSuffix:
 			err = dumpTxnIndexFile(w, f)
+		case SnapshotFileSuffix:
+			err = DumpProducerSnapshot(w, f)
 		default:
 			fmt.Fprintf(opts.Stderr, "Ignoring unknown file %s\n", f)
 		}

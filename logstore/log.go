@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/samsa-kafka/samsa/internal/recordbatch"
 )
 
 // Log is one partition's log, mirroring Kafka's UnifiedLog + LocalLog: a list of segments
@@ -506,106 +504,6 @@ func (l *Log) IsOffline() bool {
 	l.mu.Lock()
 	defer l.unlock()
 	return l.mu.offline
-}
-
-// ReplaceWithCleaned is the cleaner's swap (LocalLog.replaceSegments): it writes the batches
-// emit hands to write into a new segment <base>.log.cleaned (offsets as they are, increasing),
-// fsyncs it, then under the append lock renames it to .swap, puts it in place of the
-// segments oldBases (contiguous, not the active one, base == oldBases[0]), renames those to
-// .deleted (removed after file.delete.delay.ms) and drops the .swap suffix. A crash at any
-// point is completed or undone by OpenLog.
-func (l *Log) ReplaceWithCleaned(base int64, oldBases []int64, emit func(write func(batch []byte) error) error) error {
-	if len(oldBases) == 0 || oldBases[0] != base {
-		return fmt.Errorf("logstore: replace %s: cleaned base %d must equal the first old base", l.tp, base)
-	}
-	for _, p := range []string{LogFileName(l.dir, base), IndexFileName(l.dir, base), TimeIndexFileName(l.dir, base)} {
-		_ = l.fs.Remove(p + CleanedFileSuffix)
-	}
-	o := l.segOpts(base, CleanedFileSuffix, true)
-	o.create = true
-	seg, err := openSegment(o)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
-	}
-	lastOffset := base - 1
-	write := func(raw []byte) error {
-		b, rest, err := recordbatch.Next(raw)
-		if err != nil || len(rest) != 0 {
-			return fmt.Errorf("logstore: cleaned batch is not one whole batch: %v", err)
-		}
-		if b.BaseOffset() <= lastOffset || !seg.canConvertToRelativeOffset(b.LastOffset()) {
-			return fmt.Errorf("logstore: cleaned batch offsets [%d, %d] out of order or range", b.BaseOffset(), b.LastOffset())
-		}
-		if seg.offsetIdx.isFull() || seg.timeIdx.isFull() {
-			return fmt.Errorf("logstore: cleaned segment %d index full", base)
-		}
-		pos := seg.size.Load()
-		if err := seg.append(b.LastOffset(), b.MaxTimestamp(), b.LastOffset(), b, pos); err != nil {
-			return err
-		}
-		seg.afterAppend(b.LastOffset(), b.MaxTimestamp(), b.LastOffset(), int64(len(b)), pos, l.clock())
-		lastOffset = b.LastOffset()
-		return nil
-	}
-	fail := func(err error) error {
-		_ = seg.deleteFiles()
-		return err
-	}
-	if err := emit(write); err != nil {
-		return fail(err)
-	}
-	if err := seg.onBecomeInactive(); err != nil {
-		return fail(fmt.Errorf("%w: %v", ErrKafkaStorage, err))
-	}
-	if err := seg.flush(); err != nil {
-		return fail(err)
-	}
-
-	l.mu.Lock()
-	defer l.unlock()
-	if l.closed.Load() {
-		return fail(ErrClosed)
-	}
-	segs := l.segments()
-	first := -1
-	for i, s := range segs {
-		if s.baseOffset == oldBases[0] {
-			first = i
-			break
-		}
-	}
-	if first < 0 || first+len(oldBases) > len(segs)-1 {
-		return fail(fmt.Errorf("logstore: replace %s: segments %v changed or include the active one", l.tp, oldBases))
-	}
-	for j, b := range oldBases {
-		if segs[first+j].baseOffset != b {
-			return fail(fmt.Errorf("logstore: replace %s: segments %v are not contiguous", l.tp, oldBases))
-		}
-	}
-	old := append([]*Segment(nil), segs[first:first+len(oldBases)]...)
-	if err := seg.changeSuffix(SwapFileSuffix); err != nil {
-		l.ioFailed(err)
-		return fail(err)
-	}
-	ns := make([]*Segment, 0, len(segs)-len(old)+1)
-	ns = append(ns, segs[:first]...)
-	ns = append(ns, seg)
-	ns = append(ns, segs[first+len(old):]...)
-	l.segs.Store(&ns)
-	if err := l.deleteSegmentsLocked(old); err != nil {
-		return err
-	}
-	if err := seg.changeSuffix(""); err != nil {
-		l.ioFailed(err)
-		return err
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		err = fmt.Errorf("%w: sync dir %s: %v", ErrKafkaStorage, l.dir, err)
-		l.ioFailed(err)
-		return err
-	}
-	_, _ = seg.loadTimestamps()
-	return nil
 }
 
 // unlock releases mu and then reports an I/O error recorded under it, so the manager's

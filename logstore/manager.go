@@ -45,6 +45,11 @@ type ManagerConfig struct {
 	CleanerBackoff time.Duration
 	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size (128 MiB): bounds the key map.
 	CleanerDedupeBufferSize int64
+	// ProducerIDExpiration is producer.id.expiration.ms (1 day): idle producers' state is
+	// dropped; ProducerIDExpirationCheckInterval is producer.id.expiration.check.interval.ms
+	// (10 min), the period of the expiry task (UnifiedLog's PeriodicProducerExpirationCheck).
+	ProducerIDExpiration              time.Duration
+	ProducerIDExpirationCheckInterval time.Duration
 
 	FS    FS
 	Clock func() time.Time
@@ -89,6 +94,12 @@ func (c *ManagerConfig) setDefaults() {
 	}
 	if c.CleanerDedupeBufferSize <= 0 {
 		c.CleanerDedupeBufferSize = 128 << 20
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = DefaultProducerIDExpirationMs * time.Millisecond
+	}
+	if c.ProducerIDExpirationCheckInterval <= 0 {
+		c.ProducerIDExpirationCheckInterval = DefaultProducerIDExpirationCheckIntervalMs * time.Millisecond
 	}
 }
 
@@ -386,6 +397,8 @@ func (m *Manager) openOptions(dir string, tp TopicPartition, cfg LogConfig) LogO
 		ScheduleDelete: func(delay time.Duration, fn func()) {
 			m.scheduleDelete(tp.String()+" segments", delay, func() error { fn(); return nil })
 		},
+		ProducerIDExpirationMs:              m.cfg.ProducerIDExpiration.Milliseconds(),
+		ProducerIDExpirationCheckIntervalMs: m.cfg.ProducerIDExpirationCheckInterval.Milliseconds(),
 	}
 }
 
@@ -409,6 +422,12 @@ func (m *Manager) Start(ctx context.Context) {
 	m.every(ctx, "kafka-log-start-offset-checkpoint", m.cfg.StartOffsetCheckpointInterval, func() { m.checkpointLogStartOffsets() })
 	m.every(ctx, "highwatermark-checkpoint", m.cfg.HighWatermarkCheckpointInterval, func() { m.checkpointHighWatermarks() })
 	m.every(ctx, "kafka-delete-logs", time.Second, func() { m.processDueDeletes() })
+	// Kafka schedules this per UnifiedLog; one task over all logs does the same work.
+	m.every(ctx, "PeriodicProducerExpirationCheck", m.cfg.ProducerIDExpirationCheckInterval, func() {
+		for _, l := range m.AllLogs() {
+			l.RemoveExpiredProducers()
+		}
+	})
 	if m.cfg.CleanerEnable {
 		m.every(ctx, "kafka-log-cleaner", m.cfg.CleanerBackoff, func() { m.cleaner.cleanOnce() })
 	}

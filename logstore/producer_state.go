@@ -514,7 +514,7 @@ func (m *producerStateManager) takeSnapshot() error {
 	}
 	data := encodeProducerSnapshot(entries)
 	path := ProducerSnapshotFileName(m.dir, m.mapEndOffset)
-	if err := writeFileAtomic(m.fs, path, data); err != nil {
+	if err := WriteFileAtomic(m.fs, path, data); err != nil {
 		return fmt.Errorf("%w: write producer snapshot %s: %v", ErrKafkaStorage, path, err)
 	}
 	if !m.hasSnapshot(m.mapEndOffset) {
@@ -534,43 +534,9 @@ func (m *producerStateManager) hasSnapshot(off int64) bool {
 	return false
 }
 
-// writeFileAtomic writes path via path.tmp, fsync and rename.
-func writeFileAtomic(fsys FS, path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
-}
-
 func (m *producerStateManager) readSnapshot(off int64) ([]*producerStateEntry, error) {
-	path := ProducerSnapshotFileName(m.dir, off)
-	f, err := m.fs.OpenFile(path, os.O_RDONLY, 0)
+	buf, err := readFileFS(m.fs, ProducerSnapshotFileName(m.dir, off))
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, st.Size())
-	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	return decodeProducerSnapshot(buf)

@@ -172,34 +172,13 @@ func parseConsumerArgs(args []string, stderr io.Writer) (*consumerOpts, *flag.Fl
 	if formatter.set && formatter.v != "kafka.tools.DefaultMessageFormatter" && formatter.v != "org.apache.kafka.tools.consumer.DefaultMessageFormatter" {
 		return nil, fs, usageErr("--formatter %s is not supported; only kafka.tools.DefaultMessageFormatter is", formatter.v)
 	}
-	formatterArgs := map[string]string{}
-	if formatterConfig.set {
-		m, err := loadPropsFile(formatterConfig.v)
-		if err != nil {
-			return nil, fs, err
-		}
-		formatterArgs = m
-	}
-	cmdProps, err := parseKeyValues(props)
+	formatterArgs, err := propsFileThenArgs(formatterConfig, props)
 	if err != nil {
 		return nil, fs, err
-	}
-	for k, v := range cmdProps {
-		formatterArgs[k] = v
 	}
 	o.format = newMessageFormat(formatterArgs)
-	o.consumerProps = map[string]string{}
-	if consumerConfig.set {
-		if o.consumerProps, err = loadPropsFile(consumerConfig.v); err != nil {
-			return nil, fs, err
-		}
-	}
-	extra, err := parseKeyValues(consumerProps)
-	if err != nil {
+	if o.consumerProps, err = propsFileThenArgs(consumerConfig, consumerProps); err != nil {
 		return nil, fs, err
-	}
-	for k, v := range extra {
-		o.consumerProps[k] = v
 	}
 
 	o.topic = topic.v

@@ -3,8 +3,8 @@ package main
 // console-producer mirrors Kafka 3.7's kafka-console-producer.sh (kafka.tools.ConsoleProducer
 // and its LineMessageReader): flags, defaults and line parsing, over a franz-go producer.
 //
-// Deviation: idempotence is off unless --producer-property enable.idempotence=true, because
-// samsa does not serve InitProducerId yet (Kafka 3.x producers enable it by default).
+// Idempotence is on by default, as in Kafka 3.x producers; like them, an acks other than all
+// turns it off unless enable.idempotence=true was given explicitly (then kgo refuses).
 
 import (
 	"bufio"
@@ -93,31 +93,11 @@ func parseProducerArgs(args []string, stderr io.Writer) (*producerOpts, *flag.Fl
 		return nil, fs, usageErr("--line-reader %s is not supported; only the default LineMessageReader is", lineReader.v)
 	}
 	var err error
-	o.readerProps = map[string]string{}
-	if readerConfig.set {
-		if o.readerProps, err = loadPropsFile(readerConfig.v); err != nil {
-			return nil, fs, err
-		}
-	}
-	cmdProps, err := parseKeyValues(props)
-	if err != nil {
+	if o.readerProps, err = propsFileThenArgs(readerConfig, props); err != nil {
 		return nil, fs, err
 	}
-	for k, v := range cmdProps {
-		o.readerProps[k] = v
-	}
-	o.producerProps = map[string]string{}
-	if producerConfig.set {
-		if o.producerProps, err = loadPropsFile(producerConfig.v); err != nil {
-			return nil, fs, err
-		}
-	}
-	extra, err := parseKeyValues(producerProps)
-	if err != nil {
+	if o.producerProps, err = propsFileThenArgs(producerConfig, producerProps); err != nil {
 		return nil, fs, err
-	}
-	for k, v := range extra {
-		o.producerProps[k] = v
 	}
 	return o, fs, nil
 }
@@ -328,9 +308,11 @@ func producerClientOpts(o *producerOpts) ([]kgo.Opt, error) {
 	if v, ok := o.producerProps["acks"]; ok {
 		acks = v
 	}
+	ackAll := false
 	switch strings.TrimSpace(strings.ToLower(acks)) {
 	case "-1", "all":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+		ackAll = true
 	case "1":
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
 	case "0":
@@ -338,7 +320,10 @@ func producerClientOpts(o *producerOpts) ([]kgo.Opt, error) {
 	default:
 		return nil, fmt.Errorf("Invalid value %s for configuration acks: String must be one of: all, -1, 0, 1", acks)
 	}
-	if !isTrue(o.producerProps["enable.idempotence"]) {
+	// ProducerConfig (Kafka 3.x): idempotence defaults to true but is dropped silently when
+	// unset and acks is not all.
+	idem, set := o.producerProps["enable.idempotence"]
+	if set && !isTrue(idem) || !set && !ackAll {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	switch strings.ToLower(o.compression) {

@@ -79,6 +79,26 @@ func parseKeyValues(pairs []string) (map[string]string, error) {
 	return m, nil
 }
 
+// propsFileThenArgs reads the properties file named by file (when given), then lays the
+// key=value pairs on top: --x-property wins over --x.config, as in Kafka's console tools.
+func propsFileThenArgs(file optString, pairs []string) (map[string]string, error) {
+	m := map[string]string{}
+	if file.set {
+		var err error
+		if m, err = loadPropsFile(file.v); err != nil {
+			return nil, err
+		}
+	}
+	extra, err := parseKeyValues(pairs)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m, nil
+}
+
 // reportUsage prints a usage error the way Kafka's tools do and returns exit code 1.
 func reportUsage(fs *flag.FlagSet, stderr io.Writer, err error) int {
 	if errors.Is(err, flag.ErrHelp) {

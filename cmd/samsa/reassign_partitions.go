@@ -30,8 +30,8 @@ import (
 
 type reassignOpts struct {
 	bootstrap, jsonFile, topicsFile, brokerList, throttle, commandConfig optString
-	execute, verify, cancel, generate, list, disableRackAware, preserve   bool
-	timeout                                                               time.Duration
+	execute, verify, cancel, generate, list, disableRackAware, preserve  bool
+	timeout                                                              time.Duration
 }
 
 // reassignEntry is one partition of the tool's JSON.
