@@ -17,8 +17,9 @@ package broker
 //     DivergingEpoch and no records (KIP-595 truncate-on-fetch, used by followers).
 //   - v13+ topics by id (UNKNOWN_TOPIC_ID); v16 CurrentLeader and NodeEndpoints on
 //     NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (KIP-951).
-// Deviations: v0-v3 (down-conversion to old message formats) are not served; record bytes
-// are copied into the response (zero-copy sendfile of ReadInfo.Regions is a later change).
+// Deviations: v0-v3 (down-conversion to old message formats) are not served.
+// On plain TCP the record bytes go to the socket with sendfile (zerocopy.go); elsewhere
+// (direct Handle calls, TLS later) they are pread into the response.
 
 import (
 	"context"
@@ -119,6 +120,10 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		}
 		if params.IsolationLevel == 1 {
 			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
+		if r.Records.Size > 0 && rc.zeroCopy != nil { // plain TCP: sent with sendfile (zerocopy.go)
+			rc.zeroCopy.add(slots[i].ti, slots[i].pi, r.Records)
+			continue
 		}
 		if r.Records.Size > 0 {
 			b, err := r.Records.Bytes()

@@ -60,6 +60,10 @@ type RequestContext struct {
 	ListenerName  string // e.g. PLAINTEXT; Metadata answers with this listener's endpoints
 	Received      time.Time
 	Log           *logrus.Entry // per-connection entry with client and request fields
+
+	// zeroCopy is set by the socket server for Fetch on plain TCP: the handler leaves
+	// record bytes out of the response and parks their file regions here (zerocopy.go).
+	zeroCopy *zeroCopyFetch
 }
 
 // apiFunc is the type-erased form of a registered handler.

@@ -31,11 +31,14 @@ const configChangeExpiration = 15 * time.Minute
 // configChangeListener owns the notification sequence it has processed. Used by one
 // goroutine only (run), so it needs no lock.
 type configChangeListener struct {
-	zk          *zkmeta.Client
-	logs        func() []*logstore.Log
-	brokerProps map[string]string
-	log         *logrus.Entry
-	now         func() time.Time
+	zk   *zkmeta.Client
+	logs func() []*logstore.Log
+	// topicChanged tells this broker's controller (a no-op unless active), for
+	// unclean.leader.election.enable (KafkaController.enableTopicUncleanLeaderElection).
+	topicChanged func(topic string)
+	brokerProps  map[string]string
+	log          *logrus.Entry
+	now          func() time.Time
 	// lastExecuted is the sequence number of the last processed notification; -1 at start,
 	// so a (re)started broker re-applies every notification still present.
 	lastExecuted int64
@@ -46,6 +49,7 @@ func (b *Broker) startConfigChangeListener() {
 	l := &configChangeListener{
 		zk:           b.zk,
 		logs:         b.logs.AllLogs,
+		topicChanged: b.ctrl.TopicConfigChanged,
 		brokerProps:  b.cfg.Props,
 		log:          b.log.WithField("component", "config.change"),
 		now:          time.Now,
@@ -153,6 +157,9 @@ func (l *configChangeListener) processNotification(path string, data []byte) {
 			return
 		}
 		l.applyTopicConfig(name, overrides)
+		if v, ok := overrides["unclean.leader.election.enable"]; ok && strings.EqualFold(strings.TrimSpace(v), "true") && l.topicChanged != nil {
+			l.topicChanged(name)
+		}
 	default:
 		log.Info("config change for an entity type samsa does not apply dynamically; ignored")
 	}

@@ -118,6 +118,9 @@ type SocketServer struct {
 	// request nor accepts response bytes for this long is closed. 0 means Kafka's 10 min.
 	// Set before Serve.
 	ConnectionsMaxIdle time.Duration
+	// CopyFetchRecords turns zero-copy fetch off: record bytes are pread into the
+	// response instead of sent with sendfile. Set before Serve.
+	CopyFetchRecords bool
 
 	l               net.Listener
 	listenerName    string
@@ -242,7 +245,11 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 		reuse   []byte // last frame's buffer: requests do not outlive Handle
 		connLog = log
 		lastCID *string
+		zc      *zeroCopyFetch // nil unless plain TCP
 	)
+	if !s.CopyFetchRecords {
+		zc = zeroCopyFor(c)
+	}
 	idle := s.ConnectionsMaxIdle
 	if idle <= 0 {
 		idle = 10 * time.Minute
@@ -305,6 +312,10 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 			Received:      received,
 			Log:           connLog,
 		}
+		if h.key == 1 && zc != nil {
+			zc.reset()
+			rc.zeroCopy = zc
+		}
 		resp, err := s.handle(ctx, rc, req)
 		if connLog.Logger.IsLevelEnabled(logrus.DebugLevel) { // skip building fields per request otherwise
 			connLog.WithFields(logrus.Fields{"api": kmsg.NameForKey(h.key), "api_version": h.version,
@@ -322,6 +333,16 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 			return
 		}
 		if resp == nil { // acks=0 produce
+			continue
+		}
+		if rc.zeroCopy != nil && len(rc.zeroCopy.parts) > 0 {
+			c.SetWriteDeadline(time.Now().Add(idle))
+			err := rc.zeroCopy.writeResponse(h.correlationID, resp)
+			rc.zeroCopy.reset()
+			if err != nil {
+				connLog.WithError(err).Debug("response write failed")
+				return
+			}
 			continue
 		}
 		out := appendResponse(getResponseBuf(), h.correlationID, resp)

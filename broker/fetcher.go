@@ -540,7 +540,11 @@ func (f *replicaFetcher) fetch(sts []*fetchState) {
 	if len(sent) == 0 {
 		return
 	}
-	r, err := f.request(req, cfg.MaxWait)
+	var freq kmsg.Request = req
+	if _, noID := idTopic[[16]byte{}]; noID {
+		freq = fetchByName{req} // a topic without id (created by an old tool): Fetch v12, by name
+	}
+	r, err := f.request(freq, cfg.MaxWait)
 	if err != nil {
 		if f.ctx.Err() == nil {
 			f.log.WithError(err).Info("error sending fetch request; backing off")
@@ -698,3 +702,9 @@ func (f *replicaFetcher) listOffset(st *fetchState, ts int64) (int64, error) {
 	}
 	return -1, errors.New("partition missing from ListOffsets response")
 }
+
+// fetchByName caps Fetch at v12, the last version naming topics, as Kafka's fetcher does
+// when some partition has no topic id.
+type fetchByName struct{ *kmsg.FetchRequest }
+
+func (fetchByName) MaxVersion() int16 { return 12 }

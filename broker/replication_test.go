@@ -486,3 +486,38 @@ func TestFollowerReplicatesAndTruncatesOnDivergence(t *testing.T) {
 }
 
 func testLogContains(e *dataEnv, s string) bool { return e.logW.contains(s) }
+
+// TestOffsetTruncationState is AbstractFetcherThread.getOffsetTruncationState's table
+// (KIP-279): the follower log has epoch 0 at [0,3) and epoch 2 at [3,5), HW 2.
+func TestOffsetTruncationState(t *testing.T) {
+	e := newDataEnv(t)
+	p, l, _ := replicatedPartition(t, e, "trunc", []int32{1, 2, 3})
+	appendN(t, p, 3)
+	sendLeaderAndIsr(t, e, p.tp, testBrokerID, []int32{1, 2, 3}, []int32{1, 2, 3}) // epoch 1, nothing appended
+	sendLeaderAndIsr(t, e, p.tp, testBrokerID, []int32{1, 2, 3}, []int32{1, 2, 3}) // epoch 2
+	appendN(t, p, 2)
+	l.UpdateHighWatermark(2)
+	f := &replicaFetcher{}
+	st := &fetchState{p: p}
+	for _, c := range []struct {
+		name         string
+		leaderEpoch  int32
+		leaderEnd    int64
+		want         int64
+		wantComplete bool
+	}{
+		{"same epoch, same end", 2, 5, 5, true},
+		{"same epoch, leader shorter", 2, 4, 4, true},
+		{"leader's epoch unknown here: end of our largest smaller epoch, ask again", 1, 3, 3, false},
+		{"smaller common epoch ends earlier on the leader", 0, 2, 2, true},
+		{"leader knows no such epoch: to the HW", -1, -1, 2, true},
+		{"undefined epoch with an end offset", -1, 4, 4, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, complete := f.offsetTruncationState(st, c.leaderEpoch, c.leaderEnd)
+			if got != c.want || complete != c.wantComplete {
+				t.Fatalf("(%d, %d) → %d complete=%v, want %d %v (epochs %v)", c.leaderEpoch, c.leaderEnd, got, complete, c.want, c.wantComplete, l.EpochEntries())
+			}
+		})
+	}
+}

@@ -41,7 +41,15 @@ type (
 		req   *kmsg.AlterPartitionRequest
 		reply chan *kmsg.AlterPartitionResponse
 	}
+	// probeEvent runs fn on the loop goroutine, in order with the other events (tests and
+	// benchmarks read the controller context with it).
+	probeEvent struct {
+		fn   func(*eventLoop)
+		done chan struct{}
+	}
 )
+
+func (probeEvent) String() string { return "Probe" }
 
 func (startupEvent) String() string                { return "Startup" }
 func (brokerChangeEvent) String() string           { return "BrokerChange" }

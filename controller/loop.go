@@ -33,6 +33,7 @@ type store interface {
 	SetTopicAssignmentAsController(name string, a zkmeta.TopicAssignment, ctrlEpochZkVersion int32) (int32, error)
 	GetTopicConfig(name string) (map[string]string, error)
 	GetPartitionState(topic string, p int32) (zkmeta.PartitionState, error)
+	GetPartitionStatesBatch(tps []zkmeta.TopicPartition) map[zkmeta.TopicPartition]zkmeta.PartitionStateResult
 	CreatePartitionStates(states map[zkmeta.TopicPartition]zkmeta.PartitionState, ctrlEpochZkVersion int32) map[zkmeta.TopicPartition]error
 	UpdatePartitionStates(states map[zkmeta.TopicPartition]zkmeta.PartitionState, ctrlEpochZkVersion int32) map[zkmeta.TopicPartition]zkmeta.StateWriteResult
 	UpdatePartitionState(topic string, p int32, s zkmeta.PartitionState, expectedZkVersion, ctrlEpochZkVersion int32) (int32, error)
@@ -224,6 +225,11 @@ func (l *eventLoop) process(ev event) error {
 		}
 	case listPartitionReassignmentsEvent:
 		e.reply <- l.onListPartitionReassignments(e.filter)
+	case topicUncleanLeaderElectionEnableEvent:
+		err = l.onTopicUncleanLeaderElectionEnable(e.topic)
+	case probeEvent:
+		e.fn(l)
+		close(e.done)
 	case zkPreferredReplicaElectionEvent:
 		err = l.onZkPreferredReplicaElection()
 	case zkPartitionReassignmentEvent:
@@ -484,11 +490,30 @@ func (l *eventLoop) loadPartitionStates(topic string) error {
 // election). A malformed znode is logged with its path and its topic dropped from the
 // context, so every decision skips it (they all need the partition's state).
 func (l *eventLoop) refreshPartitionStates(tps []TopicPartition) error {
+	// Many partitions: pipelined reads (one round trip per partition would dominate a
+	// 10,000-partition failover or broker failure).
+	var batch map[zkmeta.TopicPartition]zkmeta.PartitionStateResult
+	if len(tps) > 1 {
+		keys := make([]zkmeta.TopicPartition, 0, len(tps))
+		for _, tp := range tps {
+			if l.ctx.topics[tp.Topic] != nil {
+				keys = append(keys, zkmeta.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+			}
+		}
+		batch = l.zk.GetPartitionStatesBatch(keys)
+	}
 	for _, tp := range tps {
 		if l.ctx.topics[tp.Topic] == nil {
 			continue // skipped (malformed) or gone
 		}
-		st, err := l.zk.GetPartitionState(tp.Topic, tp.Partition)
+		var st zkmeta.PartitionState
+		var err error
+		if batch != nil {
+			r := batch[zkmeta.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}]
+			st, err = r.State, r.Err
+		} else {
+			st, err = l.zk.GetPartitionState(tp.Topic, tp.Partition)
+		}
 		switch {
 		case err == nil:
 			l.ctx.partitionLeadership[tp] = st
@@ -909,9 +934,9 @@ func (l *eventLoop) forgetTopic(t string) {
 // onPartitionModifications: the topic znode changed; partitions not yet known are new
 // (CreatePartitions). Reassignment is not handled yet (a later issue).
 func (l *eventLoop) onPartitionModifications(topic string) error {
-	var known map[int32][]int32
+	var known, oldAdding, oldRemoving map[int32][]int32
 	if old := l.ctx.topics[topic]; old != nil {
-		known = old.assignment
+		known, oldAdding, oldRemoving = old.assignment, old.adding, old.removing
 	} else {
 		// A topic skipped earlier (malformed znode) that was fixed: load it as a whole.
 		fresh, existing, err := l.loadUnknownTopic(topic)
@@ -932,10 +957,36 @@ func (l *eventLoop) onPartitionModifications(topic string) error {
 		}
 		return nil
 	}
+	// As processPartitionModifications: only added partitions are taken from the znode; the
+	// controller's assignment of existing ones (with a reassignment's adding/removing replicas)
+	// stays, so a tool rewriting the znode without them cannot lose a reassignment in flight.
+	t := l.ctx.topics[topic]
 	var added []TopicPartition
-	for p := range l.ctx.topics[topic].assignment {
+	for p := range t.assignment {
 		if _, ok := known[p]; !ok {
 			added = append(added, TopicPartition{topic, p})
+		}
+	}
+	for p, replicas := range known {
+		if _, ok := t.assignment[p]; !ok {
+			continue // a partition cannot be removed; keep it as the znode says (ignored by Kafka too)
+		}
+		t.assignment[p] = replicas
+		if old := oldAdding[p]; len(old) > 0 {
+			if t.adding == nil {
+				t.adding = map[int32][]int32{}
+			}
+			t.adding[p] = old
+		} else if t.adding != nil {
+			delete(t.adding, p)
+		}
+		if old := oldRemoving[p]; len(old) > 0 {
+			if t.removing == nil {
+				t.removing = map[int32][]int32{}
+			}
+			t.removing[p] = old
+		} else if t.removing != nil {
+			delete(t.removing, p)
 		}
 	}
 	slices.SortFunc(added, compareTP)

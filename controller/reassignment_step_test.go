@@ -167,3 +167,12 @@ func (s *fakeStore) DeleteAsController(ezv int32, paths ...string) error {
 	}
 	return nil
 }
+
+func (s *fakeStore) GetPartitionStatesBatch(tps []zkmeta.TopicPartition) map[zkmeta.TopicPartition]zkmeta.PartitionStateResult {
+	out := map[zkmeta.TopicPartition]zkmeta.PartitionStateResult{}
+	for _, tp := range tps {
+		st, err := s.GetPartitionState(tp.Topic, tp.Partition)
+		out[tp] = zkmeta.PartitionStateResult{State: st, Err: err}
+	}
+	return out
+}

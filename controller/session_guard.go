@@ -246,3 +246,21 @@ func (g sessionGuard) DeleteAsController(ctrlEpochZkVersion int32, paths ...stri
 	}
 	return g.store.DeleteAsController(ctrlEpochZkVersion, paths...)
 }
+
+func (g sessionGuard) GetPartitionStatesBatch(tps []zkmeta.TopicPartition) map[zkmeta.TopicPartition]zkmeta.PartitionStateResult {
+	fail := func(err error) map[zkmeta.TopicPartition]zkmeta.PartitionStateResult {
+		out := make(map[zkmeta.TopicPartition]zkmeta.PartitionStateResult, len(tps))
+		for _, tp := range tps {
+			out[tp] = zkmeta.PartitionStateResult{Err: err}
+		}
+		return out
+	}
+	if err := g.check(); err != nil {
+		return fail(err)
+	}
+	res := g.store.GetPartitionStatesBatch(tps)
+	if err := g.check(); err != nil {
+		return fail(err)
+	}
+	return res
+}

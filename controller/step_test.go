@@ -576,6 +576,8 @@ func (h *stepHarness) run(line string) {
 				fmt.Fprintf(&h.out, "ElectLeaders %s-%d error=%d\n", t.Topic, p.Partition, p.ErrorCode)
 			}
 		}
+	case "unclean-config":
+		h.process(topicUncleanLeaderElectionEnableEvent{topic: f[1]})
 	case "reassign", "zk-reassign", "zk-preferred", "list-reassignments", "drain", "show-topic":
 		h.runReassignment(f, line)
 	case "bump-epoch":

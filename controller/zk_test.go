@@ -33,7 +33,7 @@ var (
 )
 
 // sharedZK starts one ZooKeeper for the package on first use; TestMain stops it.
-func sharedZK(t *testing.T) *zktest.Server {
+func sharedZK(t testing.TB) *zktest.Server {
 	t.Helper()
 	zkOnce.Do(func() { zkServer, zkStop, zkErr = zktest.Shared() })
 	if zkErr != nil {
