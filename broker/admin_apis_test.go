@@ -1,6 +1,6 @@
 package broker
 
-// Request builders for the admin and controller-facing keys (H7) in the table test
+// Request builders for the admin and controller-facing keys in the table test
 // TestEveryAdvertisedVersionRoundTrips. The data env has no ZooKeeper and no admin state, so
 // the controller-only APIs answer NOT_CONTROLLER there; the ZooKeeper-backed behaviour is
 // tested in admin_test.go.

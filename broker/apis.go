@@ -5,7 +5,7 @@ package broker
 // (00_produce.go, 19_create_topics.go, ...) and register their version range at init, so
 // ApiVersions is computed from the registry and never hand-kept.
 //
-// How to add a handler (H7 and later issues):
+// How to add a handler:
 //
 //	// 19_create_topics.go — CreateTopics v0-7. Deviations: none.
 //	func init() { registerAPI(0, 7, (*APIs).handleCreateTopics) }
@@ -131,7 +131,7 @@ type APIs struct {
 	// Now is the clock for purgatory timers and log append time; time.Now if nil.
 	Now func() time.Time
 
-	// Hooks filled by KafkaServer (broker.go, H7). A nil hook means "not available".
+	// Hooks filled by KafkaServer (broker.go). A nil hook means "not available".
 
 	// AutoCreateTopic creates topic with the broker defaults (num.partitions,
 	// default.replication.factor) as Kafka's AutoTopicCreationManager does in ZK mode: it
@@ -141,7 +141,7 @@ type APIs struct {
 	// IsController reports whether this broker is the active controller (Ctl APIs).
 	IsController func() bool
 	// Admin holds whatever the admin/controller-facing handlers need (ZooKeeper client,
-	// controller, broker epoch...). H7 stores a value of its own type here and type-asserts
+	// controller, broker epoch...). broker.go stores a value of its own type here and type-asserts
 	// it in its handlers, so this file does not depend on packages still being written.
 	Admin any
 }

@@ -245,7 +245,7 @@ func TestEveryAdvertisedVersionRoundTrips(t *testing.T) {
 }
 
 func TestRegistryMatchesKafka37Ranges(t *testing.T) {
-	// The data-path keys H5 serves, with their 3.7 maxima (protocol.md §3) and the
+	// The data-path keys, with their 3.7 maxima (protocol.md §3) and the
 	// deviations documented in their files (old message-format versions).
 	want := map[int16][2]int16{0: {3, 10}, 1: {4, 16}, 2: {0, 8}, 3: {0, 12}, 18: {0, 3}}
 	for key, r := range want {

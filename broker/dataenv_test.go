@@ -1,6 +1,6 @@
 package broker
 
-// dataenv_test.go: a broker data path without ZooKeeper for H5's tests: a real
+// dataenv_test.go: a broker data path without ZooKeeper for the data-path tests: a real
 // logstore.Manager in a temp dir, a metadata cache and ReplicaManager fed with synthetic
 // UpdateMetadata and LeaderAndIsr requests, and optionally a SocketServer on loopback.
 

@@ -1,6 +1,6 @@
 package broker
 
-// Request builders for the group coordinator's keys (H10) in TestEveryAdvertisedVersionRoundTrips,
+// Request builders for the group coordinator's keys in TestEveryAdvertisedVersionRoundTrips,
 // plus a handler-level test of a whole join/sync/commit/fetch cycle on the data env.
 
 import (
