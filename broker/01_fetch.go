@@ -163,7 +163,7 @@ func lastFetchedEpoch(version int16, epoch int32) int32 {
 }
 
 // defaultFetchMaxBytes is fetch.max.bytes (55 MiB), the broker's cap on a consumer fetch
-// response; replica.fetch.response.max.bytes (10 MiB) for followers comes with replication.
+// response; followers ask for replica.fetch.response.max.bytes (10 MiB) themselves (fetcher.go).
 const defaultFetchMaxBytes = 55 << 20
 
 func (a *APIs) fetchMaxBytes() int32 {

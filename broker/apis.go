@@ -144,6 +144,8 @@ type APIs struct {
 	// controller, broker epoch...). broker.go stores a value of its own type here and type-asserts
 	// it in its handlers, so this file does not depend on packages still being written.
 	Admin any
+
+	services services // started on first use: group coordinator, producer id manager
 }
 
 // NewAPIs returns a dispatcher; set the exported hooks before serving.

@@ -88,6 +88,8 @@ type Broker struct {
 	fs   logstore.FS
 	done chan struct{} // closed when the broker fails on its own (Err says why)
 	err  error
+
+	debug *debugServer // samsa.debug.listener (pprof); nil when off (debug.go)
 }
 
 // New validates what start-up needs and returns a broker that is not started.
@@ -191,6 +193,13 @@ func (b *Broker) start(ctx context.Context) error {
 	cfg := b.cfg
 	started := time.Now()
 	b.runCtx, b.runCancel = context.WithCancel(context.Background())
+	if cfg.DebugListener != "" { // first, so start-up can be profiled too
+		d, err := startDebugServer(cfg.DebugListener, b.log)
+		if err != nil {
+			return err
+		}
+		b.debug = d
+	}
 
 	// ZooKeeper session (zookeeper.connection.timeout.ms bounds the first connect).
 	connCtx := ctx
@@ -542,6 +551,9 @@ func (b *Broker) shutdown() {
 	}
 	// A clean close deletes our ephemeral registration at once.
 	b.closeZK()
+	if b.debug != nil {
+		b.debug.Close()
+	}
 	log.Info("shut down completed")
 }
 

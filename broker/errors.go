@@ -35,6 +35,7 @@ var (
 	ErrUnsupportedCompression   = errors.New("broker: unsupported compression type")
 	ErrFetchSessionIDNotFound   = errors.New("broker: fetch session id not found")
 	ErrInvalidFetchSessionEpoch = errors.New("broker: invalid fetch session epoch")
+	ErrPolicyViolation          = errors.New("broker: policy violation")
 )
 
 // errorTable maps sentinels to codes; first match by errors.Is wins, so more specific
@@ -76,6 +77,7 @@ var errorTable = []struct {
 	{ErrOffsetNotAvailable, kerr.OffsetNotAvailable},
 	{ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
 	{ErrFetchSessionIDNotFound, kerr.FetchSessionIDNotFound},
+	{ErrPolicyViolation, kerr.PolicyViolation},
 	{ErrInvalidFetchSessionEpoch, kerr.InvalidFetchSessionEpoch},
 
 	// a request that outlived its deadline (purgatory timers use their own path)

@@ -622,14 +622,15 @@ func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchRe
 			next = info.LastOffset + 1
 		}
 	}
-	// Follower HW = min(leader HW, own LEO); log start offset follows the leader's.
-	if rp.LogStartOffset > l.LogStartOffset() && rp.LogStartOffset <= l.LogEndOffset() {
+	// Follower HW = min(leader HW, own LEO); then the log start offset follows the
+	// leader's (DeleteRecords, retention), as ReplicaFetcherThread.processPartitionData.
+	if hw := min(rp.HighWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
+		l.UpdateHighWatermark(hw)
+	}
+	if rp.LogStartOffset > l.LogStartOffset() && rp.LogStartOffset <= l.HighWatermark() {
 		if err := l.MaybeIncrementLogStartOffset(rp.LogStartOffset); err != nil {
 			f.log.WithFields(f.fields(st)).WithError(err).Warn("cannot move the follower's log start offset")
 		}
-	}
-	if hw := min(rp.HighWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
-		l.UpdateHighWatermark(hw)
 	}
 	if next != st.fetchOffset {
 		f.replaceLocked(st, next, false)

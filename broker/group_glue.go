@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,26 +28,26 @@ import (
 // GroupMetadataTopicName is Topic.GROUP_METADATA_TOPIC_NAME.
 const GroupMetadataTopicName = "__consumer_offsets"
 
-var groupCoordinators sync.Map // *APIs -> *group.Coordinator
-
 // groupCoordinator returns this broker's coordinator, creating and starting it once.
 func (a *APIs) groupCoordinator() *group.Coordinator {
-	if c, ok := groupCoordinators.Load(a); ok {
-		return c.(*group.Coordinator)
+	a.services.mu.Lock()
+	defer a.services.mu.Unlock()
+	if a.services.groups == nil {
+		a.services.groups = group.New(a.groupConfig(), &offsetsLog{a: a})
+		a.services.groups.Start()
 	}
-	c := group.New(a.groupConfig(), &offsetsLog{a: a})
-	if prev, loaded := groupCoordinators.LoadOrStore(a, c); loaded {
-		return prev.(*group.Coordinator)
-	}
-	c.Start()
-	return c
+	return a.services.groups
 }
 
 // ShutdownGroupCoordinator stops the coordinator if one was started (KafkaServer.shutdown:
 // groupCoordinator.shutdown after the socket servers).
 func (a *APIs) ShutdownGroupCoordinator() {
-	if c, ok := groupCoordinators.LoadAndDelete(a); ok {
-		c.(*group.Coordinator).Shutdown()
+	a.services.mu.Lock()
+	c := a.services.groups
+	a.services.groups = nil
+	a.services.mu.Unlock()
+	if c != nil {
+		c.Shutdown()
 	}
 }
 

@@ -45,13 +45,13 @@ func (f *fakeBlocks) allocate(ctx context.Context, req *kmsg.AllocateProducerIDs
 
 // withFakeProducerIDs installs a ProducerIdManager backed by fakeBlocks on e.apis.
 func withFakeProducerIDs(e *dataEnv) *fakeBlocks {
-	if m, ok := producerIDManagers.Load(e.apis); ok {
-		_ = m
+	e.apis.services.mu.Lock()
+	defer e.apis.services.mu.Unlock()
+	if e.apis.services.pids != nil {
 		return nil
 	}
 	f := &fakeBlocks{size: 1000}
-	m := NewProducerIDManager(testBrokerID, func() int64 { return 7 }, f.allocate, 5*time.Second, e.log)
-	producerIDManagers.Store(e.apis, m)
+	e.apis.services.pids = NewProducerIDManager(testBrokerID, func() int64 { return 7 }, f.allocate, 5*time.Second, e.log)
 	e.t.Cleanup(e.apis.ShutdownProducerIDManager)
 	return f
 }
@@ -77,8 +77,7 @@ func init() {
 	requestBuilders[22] = requestBuilder{
 		build: func(e *dataEnv, v int16) kmsg.Request {
 			withFakeProducerIDs(e)
-			m, _ := producerIDManagers.Load(e.apis)
-			generateID(e.t, m.(*ProducerIDManager)) // have a block before the table request
+			generateID(e.t, e.apis.producerIDManager()) // have a block before the table request
 			req := kmsg.NewPtrInitProducerIDRequest()
 			req.TransactionTimeoutMillis = 60000
 			req.ProducerID, req.ProducerEpoch = -1, -1

@@ -23,6 +23,7 @@ type replicaState struct {
 	lastFetchTime      time.Time
 	lastCaughtUpTime   time.Time
 	brokerEpoch        int64 // from the follower's Fetch (v15+ ReplicaState), -1 if not sent
+	logStartOffset     int64 // from the follower's Fetch, -1 until known
 }
 
 // isCaughtUp is Kafka's ReplicaState.isCaughtUp: at the leader's LEO, or caught up within
@@ -155,7 +156,7 @@ func (p *Partition) makeLeader(s partitionStateChange, l *logstore.Log) bool {
 		if r == p.localBrokerID {
 			continue
 		}
-		rs := &replicaState{logEndOffset: -1, lastFetchLeaderLEO: -1}
+		rs := &replicaState{logEndOffset: -1, lastFetchLeaderLEO: -1, logStartOffset: -1}
 		if slices.Contains(s.isr, r) {
 			rs.lastCaughtUpTime = now // Kafka resets ISR members as caught up at leadership start
 		}
@@ -308,7 +309,7 @@ func (p *Partition) replicaLagMax() time.Duration { return p.lagMax }
 // updateFollowerFetchState (Partition.updateFollowerFetchState) records a follower's fetch
 // offset as its LEO, given the leader's LEO when the fetch was read, then tries to expand
 // the ISR and advance the HW.
-func (p *Partition) updateFollowerFetchState(replicaID int32, fetchOffset, leaderLEO, brokerEpoch int64) {
+func (p *Partition) updateFollowerFetchState(replicaID int32, fetchOffset, leaderLEO, brokerEpoch, logStartOffset int64) {
 	p.mu.RLock()
 	rs, ok := p.mu.remotes[replicaID]
 	p.mu.RUnlock()
@@ -326,7 +327,12 @@ func (p *Partition) updateFollowerFetchState(replicaID int32, fetchOffset, leade
 	rs.lastFetchLeaderLEO = leaderLEO
 	rs.lastFetchTime = now
 	rs.brokerEpoch = brokerEpoch
+	movedStart := logStartOffset > rs.logStartOffset
+	rs.logStartOffset = logStartOffset
 	p.hwMu.Unlock()
+	if movedStart {
+		defer p.notify() // DeleteRecords waiters watch the low watermark
+	}
 	p.maybeExpandISR(replicaID)
 	if p.maybeIncrementLeaderHW() {
 		p.notify()

@@ -171,13 +171,13 @@ func (m *ProducerIDManager) Shutdown() {
 
 // ---- wiring into APIs ----
 
-var producerIDManagers sync.Map // *APIs -> *ProducerIDManager
-
 // producerIDManager returns this broker's manager, created on first use (until broker.go
 // holds it), sending AllocateProducerIds to the controller named by the metadata cache.
 func (a *APIs) producerIDManager() *ProducerIDManager {
-	if m, ok := producerIDManagers.Load(a); ok {
-		return m.(*ProducerIDManager)
+	a.services.mu.Lock()
+	defer a.services.mu.Unlock()
+	if a.services.pids != nil {
+		return a.services.pids
 	}
 	timeout := 30 * time.Second
 	if a.Config != nil && a.Config.ControllerSocketTimeout > 0 {
@@ -188,19 +188,19 @@ func (a *APIs) producerIDManager() *ProducerIDManager {
 	if log == nil {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	m := NewProducerIDManager(a.BrokerID, a.brokerEpochOrUnknown, ch.allocateProducerIDs, timeout, log)
-	if prev, loaded := producerIDManagers.LoadOrStore(a, m); loaded {
-		m.Shutdown()
-		return prev.(*ProducerIDManager)
-	}
-	return m
+	a.services.pids = NewProducerIDManager(a.BrokerID, a.brokerEpochOrUnknown, ch.allocateProducerIDs, timeout, log)
+	return a.services.pids
 }
 
 // ShutdownProducerIDManager stops the producer id manager if one was started (KafkaServer
 // shuts the transaction coordinator's ProducerIdManager down after the socket servers).
 func (a *APIs) ShutdownProducerIDManager() {
-	if m, ok := producerIDManagers.LoadAndDelete(a); ok {
-		m.(*ProducerIDManager).Shutdown()
+	a.services.mu.Lock()
+	m := a.services.pids
+	a.services.pids = nil
+	a.services.mu.Unlock()
+	if m != nil {
+		m.Shutdown()
 	}
 }
 

@@ -603,7 +603,7 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 		return FetchPartitionResult{}, fmt.Errorf("%s: fetch offset %d outside [%d, %d]: %w", r.TP, r.FetchOffset, start, leo, logstore.ErrOffsetOutOfRange)
 	}
 	if first && params.ReplicaID >= 0 {
-		p.updateFollowerFetchState(params.ReplicaID, r.FetchOffset, leo, params.ReplicaEpoch)
+		p.updateFollowerFetchState(params.ReplicaID, r.FetchOffset, leo, params.ReplicaEpoch, r.LogStartOffset)
 		res.HighWatermark = l.HighWatermark() // the fetch may just have moved it
 		res.LastStableOffset = res.HighWatermark
 	}

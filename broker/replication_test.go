@@ -110,7 +110,7 @@ func sendLeaderAndIsr(t *testing.T, e *dataEnv, tp logstore.TopicPartition, lead
 func followerFetch(t *testing.T, e *dataEnv, tp logstore.TopicPartition, replica int32, offset int64, lastFetchedEpoch int32) FetchPartitionResult {
 	t.Helper()
 	r := e.rm.FetchMessages(context.Background(), FetchParams{ReplicaID: replica, ReplicaEpoch: 7, MaxBytes: 1 << 20},
-		[]FetchPartitionRequest{{TP: tp, FetchOffset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: lastFetchedEpoch}})
+		[]FetchPartitionRequest{{TP: tp, FetchOffset: offset, LogStartOffset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: lastFetchedEpoch}})
 	return r[0]
 }
 
@@ -519,5 +519,87 @@ func TestOffsetTruncationState(t *testing.T) {
 				t.Fatalf("(%d, %d) → %d complete=%v, want %d %v (epochs %v)", c.leaderEpoch, c.leaderEnd, got, complete, c.want, c.wantComplete, l.EpochEntries())
 			}
 		})
+	}
+}
+
+func init() {
+	requestBuilders[21] = requestBuilder{
+		build: func(e *dataEnv, v int16) kmsg.Request {
+			req := kmsg.NewPtrDeleteRecordsRequest()
+			t := kmsg.NewDeleteRecordsRequestTopic()
+			t.Topic = "rt"
+			p := kmsg.NewDeleteRecordsRequestTopicPartition()
+			p.Partition, p.Offset = 0, 0
+			t.Partitions = append(t.Partitions, p)
+			req.Topics, req.TimeoutMillis = append(req.Topics, t), 1000
+			return req
+		},
+		check: func(t *testing.T, r kmsg.Response) {
+			resp := r.(*kmsg.DeleteRecordsResponse)
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("DeleteRecords response %+v", resp)
+			}
+		},
+	}
+}
+
+// TestDeleteRecordsReachesFollowers: DeleteRecords moves the leader's log start offset,
+// waits for the follower (which follows through its fetches) and answers the low watermark.
+func TestDeleteRecordsReachesFollowers(t *testing.T) {
+	e := newDataEnv(t)
+	e.serve()
+	tp := logstore.TopicPartition{Topic: "del", Partition: 0}
+	id := [16]byte{0xde, 0x1}
+	e.topics[tp.Topic], e.parts[tp.Topic] = id, 1
+	replicas := []int32{1, 2}
+	lisr(t, e.rm, e.ctrlEp, id, tp, 1, 0, replicas, replicas)
+	e.updateMetadataWithLeader(tp.Topic, 1, replicas)
+	f := newFollowerEnv(t, e)
+	lisr(t, f.rm, e.ctrlEp, id, tp, 1, 0, replicas, replicas)
+	for range 4 {
+		if r := e.rm.AppendRecords(context.Background(), 10*time.Second, -1, []logstore.TopicPartition{tp}, [][]byte{valuesBatch(1, 10)})[0]; r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	// Broker 2 must be alive in the leader's cache to count for the low watermark.
+	e.updateMetadataReq(func(req *kmsg.UpdateMetadataRequest) {
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = 2
+		req.LiveBrokers = append(req.LiveBrokers, lb)
+	})
+	if r := e.rm.DeleteRecords(context.Background(), time.Second, []logstore.TopicPartition{tp}, []int64{9}); ErrorCode(r[0].err) != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("delete above the HW: %+v", r[0])
+	}
+	r := e.rm.DeleteRecords(context.Background(), 10*time.Second, []logstore.TopicPartition{tp}, []int64{3})
+	if r[0].err != nil || r[0].lowWatermark != 3 {
+		t.Fatalf("DeleteRecords: %+v", r[0])
+	}
+	fl, _ := f.logs.GetLog(tp)
+	if fl.LogStartOffset() != 3 {
+		t.Fatalf("follower log start offset %d, want 3", fl.LogStartOffset())
+	}
+}
+
+func init() {
+	requestBuilders[35] = requestBuilder{
+		build: func(e *dataEnv, v int16) kmsg.Request {
+			return kmsg.NewPtrDescribeLogDirsRequest() // nil topics: every partition
+		},
+		check: func(t *testing.T, r kmsg.Response) {
+			resp := r.(*kmsg.DescribeLogDirsResponse)
+			if len(resp.Dirs) != 1 || resp.Dirs[0].ErrorCode != 0 {
+				t.Fatalf("DescribeLogDirs response %+v", resp)
+			}
+			found := false
+			for _, tp := range resp.Dirs[0].Topics {
+				found = found || tp.Topic == "rt" && len(tp.Partitions) == 2
+			}
+			if !found {
+				t.Fatalf("DescribeLogDirs lacks rt's 2 partitions: %+v", resp.Dirs[0].Topics)
+			}
+			if resp.Version >= 4 && (resp.Dirs[0].TotalBytes <= 0 || resp.Dirs[0].UsableBytes < 0) {
+				t.Fatalf("DescribeLogDirs v4 bytes %+v", resp.Dirs[0])
+			}
+		},
 	}
 }

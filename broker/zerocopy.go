@@ -34,6 +34,7 @@ import (
 type zeroCopyFetch struct {
 	parts []zeroCopyPart // in (topic, partition) order of the response
 	out   *net.TCPConn
+	raw   syscall.RawConn // out's, fetched once per connection
 }
 
 type zeroCopyPart struct {
@@ -54,10 +55,15 @@ func (z *zeroCopyFetch) reset() {
 
 // zeroCopyFor returns a zero-copy collector if c is a plain TCP connection, else nil.
 func zeroCopyFor(c net.Conn) *zeroCopyFetch {
-	if tc, ok := c.(*net.TCPConn); ok {
-		return &zeroCopyFetch{out: tc}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil
 	}
-	return nil
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return &zeroCopyFetch{out: tc, raw: raw}
 }
 
 // splice marks where, in the framing buffer, a partition's file regions go.
@@ -275,24 +281,48 @@ func (z *zeroCopyFetch) writeFetchResponse(correlationID int32, resp *kmsg.Fetch
 	if err != nil {
 		return err
 	}
-	raw, err := z.out.SyscallConn()
-	if err != nil {
-		return err
-	}
 	prev := 0
 	for _, s := range splices {
-		if _, err := z.out.Write(buf[prev:s.at]); err != nil {
+		if err := writeMore(z.raw, buf[prev:s.at]); err != nil {
 			return err
 		}
 		prev = s.at
 		for _, r := range s.regions {
-			if err := sendFileRegion(raw, r); err != nil {
+			if err := sendFileRegion(z.raw, r); err != nil {
 				return err
 			}
 		}
 	}
 	_, err = z.out.Write(buf[prev:])
 	return err
+}
+
+// writeMore writes b to the socket with MSG_MORE, so the kernel holds the framing to
+// leave with the record bytes sendfile sends next rather than as a small packet alone.
+func writeMore(out syscall.RawConn, b []byte) error {
+	var serr error
+	werr := out.Write(func(fd uintptr) bool {
+		for len(b) > 0 {
+			n, err := unix.SendmsgN(int(fd), b, nil, nil, unix.MSG_MORE)
+			if n > 0 {
+				b = b[n:]
+			}
+			switch {
+			case err == unix.EAGAIN:
+				return false
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				serr = err
+				return true
+			}
+		}
+		return true
+	})
+	if serr != nil {
+		return fmt.Errorf("write fetch framing: %w", serr)
+	}
+	return werr
 }
 
 // sendFileRegion sends r to the socket behind out with sendfile at r's explicit offset,

@@ -1,0 +1,70 @@
+package broker
+
+// debug.go serves net/http/pprof on the optional samsa.debug.listener (host:port; empty =
+// off), so an operator can profile a running broker (go tool pprof
+// http://HOST:PORT/debug/pprof/profile). Kafka has no counterpart (it exposes JMX); the
+// listener is owned by the Broker: started first in Start, closed last in Shutdown.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// debugServer is one HTTP listener serving pprof. Close stops it and waits for Serve.
+type debugServer struct {
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+}
+
+// startDebugServer listens on addr and serves pprof until Close.
+func startDebugServer(addr string, log *logrus.Entry) (*debugServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("samsa.debug.listener %s: %w", addr, err)
+	}
+	mux := http.NewServeMux() // not http.DefaultServeMux: nothing else registers here
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	d := &debugServer{
+		ln:   ln,
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		done: make(chan struct{}),
+	}
+	log = log.WithFields(logrus.Fields{"component": "debug.listener", "addr": ln.Addr().String()})
+	go func() {
+		defer close(d.done)
+		if err := d.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.WithError(err).Warn("debug listener stopped")
+		}
+	}()
+	log.Info("serving pprof")
+	return d, nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (d *debugServer) Addr() string { return d.ln.Addr().String() }
+
+// Close closes the listener and open connections (a running CPU profile is cut short)
+// and waits for the server goroutine.
+func (d *debugServer) Close() {
+	d.srv.Close()
+	<-d.done
+}
+
+// DebugAddr is the bound samsa.debug.listener address, "" when it is off.
+func (b *Broker) DebugAddr() string {
+	if b.debug == nil {
+		return ""
+	}
+	return b.debug.Addr()
+}

@@ -1,0 +1,16 @@
+package broker
+
+import (
+	"sync"
+
+	"github.com/samsa-kafka/samsa/coordinator/group"
+)
+
+// services are the per-broker components the handlers start on first use: the group
+// coordinator (KafkaServer.groupCoordinator) and the producer id manager. Broker shutdown
+// stops them through ShutdownGroupCoordinator and ShutdownProducerIDManager.
+type services struct {
+	mu     sync.Mutex
+	groups *group.Coordinator
+	pids   *ProducerIDManager
+}

@@ -1,0 +1,777 @@
+package integration
+
+// Replication (issue 5) against real broker processes: the kill -9 chaos test, KIP-101/279
+// divergence, ISR shrink/expand with SIGSTOP, NOT_ENOUGH_REPLICAS, and (un)clean leader
+// election. Helpers here are prefixed repl to keep clear of other files' names.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// replAck is one acknowledged record: where the broker said it went.
+type replAck struct {
+	partition int32
+	offset    int64
+	value     string
+}
+
+// replProducer is a sarama AsyncProducer (acks=all, MaxOpenRequests=1) writing keyed,
+// numbered records until stopped.
+type replProducer struct {
+	id       int
+	p        sarama.AsyncProducer
+	stop     chan struct{}
+	feedDone chan struct{}
+	collDone chan struct{}
+
+	mu     sync.Mutex
+	acked  []replAck // in acknowledgment order
+	failed int
+	first  error
+}
+
+func startReplProducer(t *testing.T, c *Cluster, topic string, id int, interval time.Duration) *replProducer {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_7_0_0
+	cfg.ClientID = fmt.Sprintf("repl-producer-%d", id)
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Idempotent = false
+	cfg.Producer.Retry.Max = 40
+	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
+	cfg.Producer.Timeout = 10 * time.Second
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
+	cfg.Metadata.RefreshFrequency = 2 * time.Second
+	p, err := sarama.NewAsyncProducer(c.Bootstrap(), cfg)
+	if err != nil {
+		t.Fatalf("sarama producer: %v", err)
+	}
+	rp := &replProducer{id: id, p: p, stop: make(chan struct{}), feedDone: make(chan struct{}), collDone: make(chan struct{})}
+	go func() {
+		defer close(rp.feedDone)
+		for seq := 0; ; seq++ {
+			v := fmt.Sprintf("p%d-%09d", id, seq)
+			m := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder("key-" + strconv.Itoa(seq%97)),
+				Value: sarama.StringEncoder(v), Metadata: v}
+			select {
+			case <-rp.stop:
+				return
+			case p.Input() <- m:
+			}
+			select {
+			case <-rp.stop:
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+	go func() {
+		defer close(rp.collDone)
+		succ, errs := p.Successes(), p.Errors()
+		for succ != nil || errs != nil {
+			select {
+			case m, ok := <-succ:
+				if !ok {
+					succ = nil
+					continue
+				}
+				rp.mu.Lock()
+				rp.acked = append(rp.acked, replAck{m.Partition, m.Offset, m.Metadata.(string)})
+				rp.mu.Unlock()
+			case e, ok := <-errs:
+				if !ok {
+					errs = nil
+					continue
+				}
+				rp.mu.Lock()
+				rp.failed++
+				if rp.first == nil {
+					rp.first = e.Err
+				}
+				rp.mu.Unlock()
+			}
+		}
+	}()
+	return rp
+}
+
+func (rp *replProducer) ackedCount() int {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return len(rp.acked)
+}
+
+// close stops feeding, flushes and waits for every outstanding answer.
+func (rp *replProducer) close() {
+	close(rp.stop)
+	<-rp.feedDone
+	rp.p.AsyncClose()
+	<-rp.collDone
+}
+
+// replLeader reads partition p's leader and ISR from its state znode.
+func replLeader(c *Cluster, topic string, p int32) (int32, []int32, error) {
+	st, _, err := c.partitionState(topic, p)
+	if err != nil {
+		return -1, nil, err
+	}
+	return st.Leader, st.ISR, nil
+}
+
+// replWaitFullISR waits until every partition's ISR (znode) has all n replicas.
+func replWaitFullISR(t *testing.T, c *Cluster, topic string, partitions int32, n int, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, func() error {
+		for p := range partitions {
+			leader, isr, err := replLeader(c, topic, p)
+			if err != nil {
+				return err
+			}
+			if leader < 0 || len(isr) != n {
+				return fmt.Errorf("%s-%d: leader %d ISR %v", topic, p, leader, isr)
+			}
+		}
+		return nil
+	})
+}
+
+// replConsumeAll reads every partition from its start up to its current end (the HW) and
+// returns partition → offset → value.
+func replConsumeAll(t *testing.T, c *Cluster, topic string) map[int32]map[int64]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := adminClient(t, c)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("list end offsets: %v", err)
+	}
+	want := map[int32]int64{}
+	offsets := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset %s-%d: %v", topic, o.Partition, o.Err)
+		}
+		want[o.Partition] = o.Offset
+		offsets[o.Partition] = kgo.NewOffset().AtStart()
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.WithLogger(kgoTestLogger(t)),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[int32]map[int64]string{}
+	next := map[int32]int64{}
+	done := func() bool {
+		for p, end := range want {
+			if next[p] < end {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consume: timed out; read up to %v, want %v", next, want)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Logf("fetch %s-%d: %v", tp, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if got[r.Partition] == nil {
+				got[r.Partition] = map[int64]string{}
+			}
+			got[r.Partition][r.Offset] = string(r.Value)
+			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+		})
+	}
+	return got
+}
+
+// replCheckAcked: every acknowledged record is at the offset its ack reported, and per
+// producer and partition the acked records appear, by first occurrence, in ack order.
+func replCheckAcked(t *testing.T, got map[int32]map[int64]string, producers []*replProducer) int {
+	t.Helper()
+	first := map[string]int64{} // value → first offset in its partition
+	for _, offs := range got {
+		for off, v := range offs {
+			if f, ok := first[v]; !ok || off < f {
+				first[v] = off
+			}
+		}
+	}
+	total, missing, misordered := 0, 0, 0
+	for _, rp := range producers {
+		last := map[int32]int64{}
+		for _, a := range rp.acked {
+			total++
+			if v, ok := got[a.partition][a.offset]; !ok || v != a.value {
+				if missing < 10 {
+					t.Errorf("acked record %s at %d-%d: found %q (present=%v)", a.value, a.partition, a.offset, v, ok)
+				}
+				missing++
+				continue
+			}
+			f := first[a.value]
+			if l, ok := last[a.partition]; ok && f <= l {
+				if misordered < 10 {
+					t.Errorf("acked record %s first occurs at %d-%d, not after the previous ack's %d", a.value, a.partition, f, l)
+				}
+				misordered++
+			}
+			last[a.partition] = f
+		}
+	}
+	if missing > 0 || misordered > 0 {
+		t.Errorf("%d of %d acked records missing or misplaced, %d out of ack order", missing, total, misordered)
+	}
+	return total
+}
+
+// replLogBytes concatenates a replica's segment files of one partition (baseOffset order).
+func replLogBytes(dir, topic string, p int32) ([]byte, error) {
+	pd := filepath.Join(dir, fmt.Sprintf("%s-%d", topic, p))
+	ents, err := os.ReadDir(pd)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".log") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	var out []byte
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(pd, n))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// replWaitIdentical waits until every replica of every partition holds the same bytes.
+func replWaitIdentical(t *testing.T, c *Cluster, topic string, partitions int32, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, func() error {
+		for p := range partitions {
+			var ref []byte
+			for i, b := range c.Brokers {
+				data, err := replLogBytes(b.Dir, topic, p)
+				if err != nil {
+					return err
+				}
+				if i == 0 {
+					ref = data
+				} else if !bytes.Equal(ref, data) {
+					return fmt.Errorf("%s-%d: broker %d has %d log bytes, broker 0 has %d", topic, p, b.ID, len(data), len(ref))
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestReplicationChaos: 3 brokers, 6 partitions RF 3 min.insync.replicas=2; sarama
+// producers (acks=all, MaxOpenRequests=1) write while the test kill -9s the leader of a
+// partition, restarts it once the producers made progress, waits for the full ISR, and
+// repeats SAMSA_CHAOS_KILLS times (default 3). Then every acked record is at its acked
+// offset, in ack order, and all replicas hold identical bytes.
+func TestReplicationChaos(t *testing.T) {
+	kills := 3
+	if s := os.Getenv("SAMSA_CHAOS_KILLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			t.Fatalf("SAMSA_CHAOS_KILLS=%q", s)
+		}
+		kills = n
+	}
+	start := time.Now()
+	c := StartCluster(t, ClusterConfig{Brokers: 3, Process: true, Props: map[string]string{
+		"zookeeper.session.timeout.ms": "3000",
+		"replica.fetch.backoff.ms":     "200",
+	}})
+	const topic, partitions = "chaos", 6
+	minISR := "2"
+	createTopic(t, c, topic, partitions, 3, map[string]*string{"min.insync.replicas": &minISR})
+	replWaitFullISR(t, c, topic, partitions, 3, 30*time.Second)
+
+	producers := []*replProducer{startReplProducer(t, c, topic, 0, 2*time.Millisecond), startReplProducer(t, c, topic, 1, 2*time.Millisecond)}
+	acked := func() int {
+		n := 0
+		for _, p := range producers {
+			n += p.ackedCount()
+		}
+		return n
+	}
+	waitFor(t, 30*time.Second, func() error {
+		if n := acked(); n < 200 {
+			return fmt.Errorf("%d records acked", n)
+		}
+		return nil
+	})
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	for k := range kills {
+		p := int32(rng.IntN(partitions))
+		leader, isr, err := replLeader(c, topic, p)
+		if err != nil || leader < 0 {
+			t.Fatalf("kill %d: leader of %s-%d: %d %v", k, topic, p, leader, err)
+		}
+		before := acked()
+		killAt := time.Now()
+		c.Broker(leader).Kill()
+		// A new leader from the ISR takes over (session expiry + election).
+		waitFor(t, 30*time.Second, func() error {
+			l, _, err := replLeader(c, topic, p)
+			if err != nil {
+				return err
+			}
+			if l == leader || l < 0 {
+				return fmt.Errorf("%s-%d leader %d", topic, p, l)
+			}
+			return nil
+		})
+		failover := time.Since(killAt)
+		if k == 0 {
+			// With a broker down every partition is under-replicated, and the tool says so.
+			var running []string
+			for _, b := range c.Brokers {
+				if b.Running() {
+					running = append(running, b.Addr())
+				}
+			}
+			out, err := samsaStdout(t, "topics", "--bootstrap-server", strings.Join(running, ","), "--describe", "--under-replicated-partitions")
+			if n := strings.Count(out, "Topic: "+topic+"\tPartition:"); err != nil || n != partitions {
+				t.Errorf("topics --describe --under-replicated-partitions lists %d partitions of %s, want %d (%v):\n%s", n, topic, partitions, err, out)
+			}
+		}
+		// Producers make progress without it.
+		waitFor(t, 30*time.Second, func() error {
+			if n := acked(); n < before+100 {
+				return fmt.Errorf("%d acked since the kill", n-before)
+			}
+			return nil
+		})
+		c.Broker(leader).Restart()
+		replWaitFullISR(t, c, topic, partitions, 3, 60*time.Second)
+		t.Logf("kill %d/%d: broker %d (leader of %s-%d, ISR %v): new leader in %v, back in every ISR %v after the kill; %d acked so far",
+			k+1, kills, leader, topic, p, isr, failover.Round(time.Millisecond), time.Since(killAt).Round(time.Millisecond), acked())
+	}
+	for _, p := range producers {
+		p.close()
+	}
+	failed := 0
+	for _, p := range producers {
+		failed += p.failed
+		if p.first != nil {
+			t.Logf("producer %d: %d records failed after retries; first error: %v", p.id, p.failed, p.first)
+		}
+	}
+	replWaitFullISR(t, c, topic, partitions, 3, 60*time.Second)
+	got := replConsumeAll(t, c, topic)
+	total := replCheckAcked(t, got, producers)
+	replWaitIdentical(t, c, topic, partitions, 60*time.Second)
+	t.Logf("chaos: %d kills, %d records acked (%d failed after retries), %d records in the log, took %v",
+		kills, total, failed, func() int {
+			n := 0
+			for _, m := range got {
+				n += len(m)
+			}
+			return n
+		}(), time.Since(start).Round(time.Millisecond))
+	if total == 0 {
+		t.Fatal("nothing acked")
+	}
+}
+
+// replCreateAssigned creates topic with an explicit assignment (first replica = preferred
+// leader) through the controller, and waits for leaders.
+func replCreateAssigned(t *testing.T, c *Cluster, topic string, assignment map[int32][]int32, configs map[string]string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for p, rs := range assignment {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = p, rs
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	for k, v := range configs {
+		cc := kmsg.NewCreateTopicsRequestTopicConfig()
+		cc.Name, cc.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cc)
+	}
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 30000
+	ctl := c.WaitController(30 * time.Second)
+	resp, err := requestTo[*kmsg.CreateTopicsResponse](t, c.Broker(ctl).Addr(), req)
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	waitLeaders(t, c, topic, int32(len(assignment)))
+}
+
+// replSyncProducer is a sarama SyncProducer with the given acks and retries (0: a broker
+// error comes back as is).
+func replSyncProducer(t *testing.T, addrs []string, acks sarama.RequiredAcks, retries int) sarama.SyncProducer {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_7_0_0
+	cfg.Producer.RequiredAcks = acks
+	cfg.Producer.Retry.Max = retries
+	cfg.Producer.Retry.Backoff = 200 * time.Millisecond
+	cfg.Metadata.Retry.Backoff = 200 * time.Millisecond
+	cfg.Producer.Timeout = 5 * time.Second
+	cfg.Producer.Return.Successes = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	p, err := sarama.NewSyncProducer(addrs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// replOthers returns the broker ids other than those given.
+func replOthers(c *Cluster, not ...int32) []int32 {
+	var out []int32
+	for _, b := range c.Brokers {
+		if !slices.Contains(not, b.ID) {
+			out = append(out, b.ID)
+		}
+	}
+	return out
+}
+
+func replWaitISR(t *testing.T, c *Cluster, topic string, p int32, want []int32, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	want = slices.Sorted(slices.Values(want))
+	waitFor(t, timeout, func() error {
+		_, isr, err := replLeader(c, topic, p)
+		if err != nil {
+			return err
+		}
+		if got := slices.Sorted(slices.Values(isr)); !slices.Equal(got, want) {
+			return fmt.Errorf("%s-%d ISR %v, want %v", topic, p, isr, want)
+		}
+		return nil
+	})
+	return time.Since(start)
+}
+
+// TestISRShrinkExpandAndMinISR: replica.lag.time.max.ms=2000, 10 s sessions. A follower
+// frozen (SIGSTOP) for 5 s under traffic leaves the ISR (znode and `samsa topics
+// --describe --under-replicated-partitions`) and rejoins after SIGCONT. With both followers
+// frozen the ISR is the leader alone: acks=all gets NOT_ENOUGH_REPLICAS, acks=1 works.
+func TestISRShrinkExpandAndMinISR(t *testing.T) {
+	c := StartCluster(t, ClusterConfig{Brokers: 3, Process: true, Props: map[string]string{
+		"zookeeper.session.timeout.ms": "10000",
+		"replica.lag.time.max.ms":      "2000",
+	}})
+	ctl := c.WaitController(30 * time.Second)
+	fs := replOthers(c, ctl)
+	const topic = "lag"
+	// The controller leads, so AlterPartition still reaches it with the followers frozen.
+	replCreateAssigned(t, c, topic, map[int32][]int32{0: {ctl, fs[0], fs[1]}}, map[string]string{"min.insync.replicas": "2"})
+	replWaitISR(t, c, topic, 0, []int32{ctl, fs[0], fs[1]}, 30*time.Second)
+	prod := startReplProducer(t, c, topic, 0, 5*time.Millisecond)
+
+	c.Broker(fs[0]).Pause()
+	pausedAt := time.Now()
+	left := replWaitISR(t, c, topic, 0, []int32{ctl, fs[1]}, 5*time.Second)
+	// Metadata (what `topics --describe` prints) shows the shrunk ISR.
+	if parts, _, err := metadataPartitions(t, c.Broker(ctl).Addr(), topic); err != nil || len(parts[0].ISR) != 2 {
+		t.Errorf("leader's Metadata for %s-0: ISR %v (%v), want 2 replicas", topic, parts[0].ISR, err)
+	}
+	// The tool's client may pick the frozen broker for a request and wait for it, so it
+	// gets until the follower resumes; a timeout is logged, not failed.
+	ctx, cancel := context.WithDeadline(context.Background(), pausedAt.Add(4500*time.Millisecond))
+	desc, err := exec.CommandContext(ctx, samsaBinary(t), "topics", "--bootstrap-server", c.Broker(ctl).Addr(), "--describe",
+		"--under-replicated-partitions").Output()
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		t.Logf("samsa topics --describe --under-replicated-partitions did not answer while a broker was frozen (client waited on it)")
+	case err != nil || !strings.Contains(string(desc), "Topic: "+topic):
+		t.Errorf("topics --describe --under-replicated-partitions does not list %s: %v\n%s", topic, err, desc)
+	default:
+		t.Logf("$ samsa topics --describe --under-replicated-partitions\n%s", desc)
+	}
+	time.Sleep(time.Until(pausedAt.Add(5 * time.Second)))
+	c.Broker(fs[0]).Resume()
+	back := replWaitISR(t, c, topic, 0, []int32{ctl, fs[0], fs[1]}, 20*time.Second)
+	t.Logf("follower %d frozen: left the ISR after %v, rejoined %v after SIGCONT", fs[0], left.Round(time.Millisecond), back.Round(time.Millisecond))
+	out, err := samsaStdout(t, "topics", "--bootstrap-server", c.Broker(ctl).Addr(), "--describe", "--under-replicated-partitions")
+	if err != nil || strings.Contains(out, "Topic: "+topic) {
+		t.Errorf("topics --describe --under-replicated-partitions still lists %s: %v\n%s", topic, err, out)
+	}
+
+	// Both followers frozen: ISR = {leader} < min.insync.replicas.
+	c.Broker(fs[0]).Pause()
+	c.Broker(fs[1]).Pause()
+	replWaitISR(t, c, topic, 0, []int32{ctl}, 8*time.Second)
+	// Bootstrap from the leader only: a client dialing a frozen broker just waits.
+	leaderOnly := []string{c.Broker(ctl).Addr()}
+	all := replSyncProducer(t, leaderOnly, sarama.WaitForAll, 0)
+	if _, _, err := all.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder("x")}); !errors.Is(err, sarama.ErrNotEnoughReplicas) {
+		t.Errorf("acks=all with ISR below min.insync.replicas: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	one := replSyncProducer(t, leaderOnly, sarama.WaitForLocal, 0)
+	if _, _, err := one.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder("y")}); err != nil {
+		t.Errorf("acks=1 with ISR below min.insync.replicas: %v", err)
+	}
+	c.Broker(fs[0]).Resume()
+	c.Broker(fs[1]).Resume()
+	replWaitISR(t, c, topic, 0, []int32{ctl, fs[0], fs[1]}, 20*time.Second)
+	prod.close()
+	replCheckAcked(t, replConsumeAll(t, c, topic), []*replProducer{prod})
+	replWaitIdentical(t, c, topic, 1, 30*time.Second)
+}
+
+// replProduceTo writes n records to topic-0 with acks through a fresh sarama producer and
+// returns their values (all must be acknowledged).
+func replProduceTo(t *testing.T, c *Cluster, topic string, acks sarama.RequiredAcks, tag string, n int) []replAck {
+	t.Helper()
+	// Bootstrap from the running brokers that are not frozen... which the harness does not
+	// tell; the leader of topic-0 from its znode is enough.
+	leader, _, err := replLeader(c, topic, 0)
+	if err != nil || leader < 0 {
+		t.Fatalf("leader of %s-0: %d %v", topic, leader, err)
+	}
+	// The leader's own metadata may lag its znode for a moment: wait for it.
+	waitFor(t, 10*time.Second, func() error {
+		parts, _, err := metadataPartitions(t, c.Broker(leader).Addr(), topic)
+		if err != nil {
+			return err
+		}
+		if parts[0].Leader != leader {
+			return fmt.Errorf("broker %d's metadata says leader %d", leader, parts[0].Leader)
+		}
+		return nil
+	})
+	p := replSyncProducer(t, []string{c.Broker(leader).Addr()}, acks, 5)
+	var out []replAck
+	for i := range n {
+		v := fmt.Sprintf("%s-%04d", tag, i)
+		part, off, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: 0, Value: sarama.StringEncoder(v)})
+		if err != nil {
+			t.Fatalf("produce %s acks=%d: %v", v, acks, err)
+		}
+		out = append(out, replAck{part, off, v})
+	}
+	return out
+}
+
+// replWaitLeaderNot waits until topic-0 has a live leader other than the given ones.
+func replWaitLeaderNot(t *testing.T, c *Cluster, topic string, not ...int32) int32 {
+	t.Helper()
+	var leader int32
+	waitFor(t, 30*time.Second, func() error {
+		l, _, err := replLeader(c, topic, 0)
+		if err != nil {
+			return err
+		}
+		if l < 0 || slices.Contains(not, l) {
+			return fmt.Errorf("%s-0 leader %d", topic, l)
+		}
+		leader = l
+		return nil
+	})
+	waitLeaders(t, c, topic, 1)
+	return leader
+}
+
+// TestDivergentLogsTruncate (KIP-101/279): a leader appends records (acks=1) no follower
+// has (both frozen), is killed; a follower becomes leader and takes new writes; the old
+// leader returns and truncates to the new leader's history. Then two leader changes in a
+// row, each old leader holding its own unreplicated suffix. All replicas end identical and
+// every record acknowledged by acks=all (or by the surviving leader) is there.
+func TestDivergentLogsTruncate(t *testing.T) {
+	c := StartCluster(t, ClusterConfig{Brokers: 3, Process: true, Props: map[string]string{
+		"zookeeper.session.timeout.ms": "3000",
+		"replica.fetch.backoff.ms":     "200",
+		// Leaders move only where the test moves them.
+		"auto.leader.rebalance.enable": "false",
+	}})
+	const topic = "div"
+	ctl := c.WaitController(30 * time.Second)
+	fs := replOthers(c, ctl)
+	// A non-controller leads, so killing it does not wait for a controller failover.
+	replCreateAssigned(t, c, topic, map[int32][]int32{0: {fs[0], fs[1], ctl}}, map[string]string{"min.insync.replicas": "1"})
+	replWaitISR(t, c, topic, 0, []int32{fs[0], fs[1], ctl}, 30*time.Second)
+	var kept []replAck
+	kept = append(kept, replProduceTo(t, c, topic, sarama.WaitForAll, "all-1", 20)...)
+
+	// 1. Leader A writes 7 records nobody else gets, dies; B leads and writes.
+	a := fs[0]
+	others := replOthers(c, a)
+	for _, id := range others {
+		c.Broker(id).Pause()
+	}
+	lost := replProduceTo(t, c, topic, sarama.WaitForLocal, "lost-a", 7)
+	c.Broker(a).Kill()
+	for _, id := range others {
+		c.Broker(id).Resume()
+	}
+	b := replWaitLeaderNot(t, c, topic, a)
+	kept = append(kept, replProduceTo(t, c, topic, sarama.WaitForAll, "all-2", 15)...)
+	c.Broker(a).Restart()
+	replWaitISR(t, c, topic, 0, []int32{0, 1, 2}, 30*time.Second)
+	replWaitIdentical(t, c, topic, 1, 30*time.Second)
+	t.Logf("single change: leader %d lost %d unreplicated records, new leader %d, old leader truncated", a, len(lost), b)
+
+	// 2. Two changes in a row: B writes 5 records only it has and dies; C writes 4 only it
+	// has and dies too; the third broker leads; B and C return and truncate.
+	if l, _, err := replLeader(c, topic, 0); err != nil || l != b {
+		t.Fatalf("leader moved from %d to %d (%v)", b, l, err)
+	}
+	cc := replOthers(c, b)
+	for _, id := range cc {
+		c.Broker(id).Pause()
+	}
+	lost = append(lost, replProduceTo(t, c, topic, sarama.WaitForLocal, "lost-b", 5)...)
+	c.Broker(b).Kill()
+	for _, id := range cc {
+		c.Broker(id).Resume()
+	}
+	c2 := replWaitLeaderNot(t, c, topic, b)
+	third := replOthers(c, b, c2)[0]
+	c.Broker(third).Pause()
+	// c2 appends at its own epoch; the frozen third broker never sees it.
+	lost = append(lost, replProduceTo(t, c, topic, sarama.WaitForLocal, "lost-c", 4)...)
+	c.Broker(c2).Kill()
+	c.Broker(third).Resume()
+	d := replWaitLeaderNot(t, c, topic, b, c2)
+	kept = append(kept, replProduceTo(t, c, topic, sarama.WaitForLocal, "d", 6)...)
+	c.Broker(b).Restart()
+	c.Broker(c2).Restart()
+	replWaitISR(t, c, topic, 0, []int32{0, 1, 2}, 30*time.Second)
+	kept = append(kept, replProduceTo(t, c, topic, sarama.WaitForAll, "all-3", 5)...)
+	replWaitIdentical(t, c, topic, 1, 30*time.Second)
+	t.Logf("two changes: %d (lost %d) → %d (lost %d) → %d", b, 5, c2, 4, d)
+
+	got := replConsumeAll(t, c, topic)[0]
+	for _, k := range kept {
+		if got[k.offset] != k.value {
+			t.Errorf("acked %s at %d: found %q", k.value, k.offset, got[k.offset])
+		}
+	}
+	present := map[string]bool{}
+	for _, v := range got {
+		present[v] = true
+	}
+	// A frozen follower may still take in one response the leader sent before it died
+	// (a fetch parked at the leader completes on the first append), so a group's first
+	// record can survive; the rest were on the dead leader alone and must be gone.
+	survived := map[string]int{}
+	for _, l := range lost {
+		if present[l.value] {
+			survived[l.value[:6]]++
+		}
+	}
+	for _, g := range []string{"lost-a", "lost-b", "lost-c"} {
+		if survived[g] > 1 {
+			t.Errorf("%d unreplicated records of group %s survived their dead leader", survived[g], g)
+		}
+	}
+	t.Logf("unreplicated records that survived through a parked fetch: %v", survived)
+}
+
+// TestUncleanLeaderElection: replicas [x, y] of two topics, y frozen until it left the
+// ISR, records acked with acks=all (ISR {x}), x killed, y resumed. With unclean election
+// off the partition has no leader and, once x returns, every acked record is there; with
+// unclean.leader.election.enable=true on the topic, y takes over.
+func TestUncleanLeaderElection(t *testing.T) {
+	c := StartCluster(t, ClusterConfig{Brokers: 3, Process: true, Props: map[string]string{
+		"zookeeper.session.timeout.ms": "6000",
+		"replica.lag.time.max.ms":      "1500",
+	}})
+	ctl := c.WaitController(30 * time.Second)
+	fs := replOthers(c, ctl)
+	x, y := fs[0], fs[1]
+	replCreateAssigned(t, c, "clean", map[int32][]int32{0: {x, y}}, map[string]string{"min.insync.replicas": "1"})
+	replCreateAssigned(t, c, "unclean", map[int32][]int32{0: {x, y}}, map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+	for _, tp := range []string{"clean", "unclean"} {
+		replWaitISR(t, c, tp, 0, []int32{x, y}, 30*time.Second)
+	}
+	c.Broker(y).Pause()
+	// Traffic so the frozen follower falls behind, then out of the ISR.
+	var acked []replAck
+	waitFor(t, 10*time.Second, func() error {
+		acked = append(acked, replProduceTo(t, c, "clean", sarama.WaitForAll, fmt.Sprintf("c%d", len(acked)), 1)...)
+		replProduceTo(t, c, "unclean", sarama.WaitForAll, "u", 1)
+		for _, tp := range []string{"clean", "unclean"} {
+			if _, isr, err := replLeader(c, tp, 0); err != nil || len(isr) != 1 {
+				return fmt.Errorf("%s ISR %v %v", tp, isr, err)
+			}
+		}
+		return nil
+	})
+	acked = append(acked, replProduceTo(t, c, "clean", sarama.WaitForAll, "after-shrink", 10)...)
+	c.Broker(x).Kill()
+	c.Broker(y).Resume()
+	// unclean: y (out of sync) takes over once x's session expired.
+	waitFor(t, 30*time.Second, func() error {
+		l, _, err := replLeader(c, "unclean", 0)
+		if err != nil || l != y {
+			return fmt.Errorf("unclean leader %d %v", l, err)
+		}
+		return nil
+	})
+	// clean: no leader, the ISR keeps x (Kafka keeps the last ISR member): the controller
+	// writes this when it takes x's replicas offline, after the elections.
+	waitFor(t, 10*time.Second, func() error {
+		l, isr, err := replLeader(c, "clean", 0)
+		if err != nil || l != -1 || !slices.Equal(isr, []int32{x}) {
+			return fmt.Errorf("clean topic with its only ISR replica dead: leader %d ISR %v (%v), want -1 [%d]", l, isr, err, x)
+		}
+		return nil
+	})
+	if parts, _, err := metadataPartitions(t, c.Broker(y).Addr(), "clean"); err != nil || parts[0].Leader != -1 {
+		t.Errorf("broker %d's Metadata for clean-0: %+v %v, want no leader", y, parts[0], err)
+	}
+	// The out-of-sync leader serves writes.
+	replProduceTo(t, c, "unclean", sarama.WaitForAll, "after-unclean", 3)
+	c.Broker(x).Restart()
+	if l := replWaitLeaderNot(t, c, "clean", -1); l != x {
+		t.Fatalf("clean leader %d after %d returned", l, x)
+	}
+	got := replConsumeAll(t, c, "clean")[0]
+	for _, k := range acked {
+		if got[k.offset] != k.value {
+			t.Errorf("acked %s at %d: found %q", k.value, k.offset, got[k.offset])
+		}
+	}
+	t.Logf("clean: %d acked records kept; unclean: out-of-sync broker %d took over", len(acked), y)
+}
