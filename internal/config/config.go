@@ -87,6 +87,8 @@ type Config struct {
 
 	LogFormat string // samsa's own: "text" (default) or "json"
 	LogLevel  string // samsa's own: "info" (default)
+	// DebugListener is samsa.debug.listener: host:port serving net/http/pprof, "" = off.
+	DebugListener string
 
 	// Static is every key set in the file or by --override, normalized (source
 	// STATIC_BROKER_CONFIG in DescribeConfigs); a key absent here has its Kafka default.

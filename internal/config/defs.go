@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -393,6 +394,19 @@ var defs = []Def{
 	// samsa's own keys (not Kafka's): the root logger.
 	d("samsa.log.format", TypeString, "text", oneOf("text", "json")),
 	d("samsa.log.level", TypeString, "info", oneOf("panic", "fatal", "error", "warn", "warning", "info", "debug", "trace")),
+	// samsa's own: host:port of an HTTP listener serving net/http/pprof; empty = off.
+	d("samsa.debug.listener", TypeString, "", hostPortOrEmpty),
+}
+
+// hostPortOrEmpty accepts "" or a host:port (host may be empty: all interfaces).
+func hostPortOrEmpty(v string) string {
+	if v == "" {
+		return ""
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return "should be host:port, e.g. 127.0.0.1:6060"
+	}
+	return ""
 }
 
 var defsByName = func() map[string]Def {
