@@ -107,7 +107,7 @@ func (a *APIs) handleMetadata(ctx context.Context, rc *RequestContext, req *kmsg
 			n := name
 			rt.Topic, rt.IsInternal = &n, isInternalTopicName(name)
 			switch {
-			case !validTopicName(name):
+			case validateTopicName(name) != nil:
 				rt.ErrorCode = kerr.InvalidTopicException.Code
 			case allowAutoCreate:
 				rt.ErrorCode = a.autoCreateTopic(ctx, rc, name)
@@ -205,19 +205,4 @@ func sortedPartitionIDs(t *TopicMetadata) []int32 {
 // isInternalTopicName is Topic.isInternal.
 func isInternalTopicName(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
-}
-
-// validTopicName is Topic.validate as a predicate: 1-249 characters of [a-zA-Z0-9._-],
-// not "." or "..".
-func validTopicName(name string) bool {
-	if name == "" || name == "." || name == ".." || len(name) > 249 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

@@ -4,9 +4,8 @@ package main
 // (org.apache.kafka.tools.ProducerPerformance and server.util.ThroughputThrottler): the same
 // flags, a progress line every 5 s and the same final line, over a franz-go producer.
 //
-// Deviations: idempotence is off unless enable.idempotence=true (samsa does not serve
-// InitProducerId yet), so up to max.in.flight.requests.per.connection (5) produce requests
-// are in flight per broker; payloads come from a pool of 64 random A–Z payloads instead of
+// Idempotence follows the Java producer's 3.x default: on unless enable.idempotence=false,
+// or acks is not all and enable.idempotence is unset. Deviations: payloads come from a pool of 64 random A–Z payloads instead of
 // being regenerated per record (less client CPU, same bytes on the wire); latency is kept in
 // microseconds and printed in Kafka's units; transactions and --payload-file are not supported.
 
@@ -143,6 +142,10 @@ func perfProducerOpts(topic string, props map[string]string) (opts []kgo.Opt, un
 	}
 	inFlight := int64(5)
 	idempotent := isTrue(props["enable.idempotence"])
+	if _, set := props["enable.idempotence"]; !set {
+		acks := strings.TrimSpace(props["acks"])
+		idempotent = acks == "" || acks == "all" || acks == "-1"
+	}
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
