@@ -9,10 +9,8 @@ package broker
 //   - max_wait_ms and min_bytes are honoured through purgatory.go (no polling); max_bytes
 //     and partition_max_bytes limit the response, except that the first batch of the first
 //     non-empty partition is always returned (KIP-74).
-//   - Fetch sessions (KIP-227, v7+): no session cache yet. A full fetch asking for a
-//     session (epoch 0) is served without one (response session id 0, as Kafka does when
-//     no slot is free); an incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND,
-//     so the client falls back to full fetches; epoch -1 is a sessionless full fetch.
+//   - Fetch sessions (KIP-227, v7+): fetch_session.go (full/incremental contexts, the
+//     session cache sized by max.incremental.fetch.session.cache.slots).
 //   - v12+ LastFetchedEpoch: a fetcher whose last fetched epoch diverges from the log gets
 //     DivergingEpoch and no records (KIP-595 truncate-on-fetch, used by followers).
 //   - v13+ topics by id (UNKNOWN_TOPIC_ID); v16 CurrentLeader and NodeEndpoints on
@@ -38,15 +36,16 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
 
-	if req.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
-		// Incremental fetch: we keep no sessions, so the id cannot be found.
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return resp, nil
-	}
-
 	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if req.Version >= 15 {
 		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	// Fetch sessions (fetch_session.go): an incremental fetch reads every partition of its
+	// session and answers only those that changed.
+	fctx := a.fetchSessions().newFetchContext(req, replicaID >= 0, a.nowMs())
+	if fctx.errCode != 0 {
+		resp.ErrorCode = fctx.errCode
+		return resp, nil
 	}
 	params := FetchParams{
 		ReplicaID:      replicaID,
@@ -65,7 +64,7 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		reqs  []FetchPartitionRequest
 		slots []slot
 	)
-	for _, rt := range req.Topics {
+	for _, rt := range fctx.topics {
 		topic := rt.Topic
 		known := true
 		if req.Version >= 13 {
@@ -151,6 +150,7 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 			resp.Brokers = append(resp.Brokers, fb)
 		}
 	}
+	fctx.finish(resp, rc.zeroCopy, a.nowMs())
 	return resp, nil
 }
 

@@ -377,8 +377,8 @@ func TestFetchSessionsAndTopicIDs(t *testing.T) {
 	e := newDataEnv(t)
 	e.createTopic("s", 1)
 	req := fetchReq(12, 0, 1, 1<<20, "s", map[int32]int64{0: 0}, 1<<20)
-	req.SessionID, req.SessionEpoch = 0, 0 // wants a session: declined, full response
-	if r := e.fetch(req); r.ErrorCode != 0 || r.SessionID != 0 || len(r.Topics) != 1 {
+	req.SessionID, req.SessionEpoch = 0, 0 // wants a session: created (fetch_session.go), full response
+	if r := e.fetch(req); r.ErrorCode != 0 || r.SessionID == 0 || len(r.Topics) != 1 {
 		t.Fatalf("session request: %+v", r)
 	}
 	req.SessionID, req.SessionEpoch = 12345, 1 // incremental with an id we never gave

@@ -7,10 +7,13 @@ import (
 )
 
 // services are the per-broker components the handlers start on first use: the group
-// coordinator (KafkaServer.groupCoordinator) and the producer id manager. Broker shutdown
+// coordinator (KafkaServer.groupCoordinator), the producer id manager and the fetch session
+// cache (FetchManager). Broker shutdown
 // stops them through ShutdownGroupCoordinator and ShutdownProducerIDManager.
 type services struct {
 	mu     sync.Mutex
 	groups *group.Coordinator
 	pids   *ProducerIDManager
+
+	fetchSessions *FetchSessionCache
 }
