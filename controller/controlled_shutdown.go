@@ -25,27 +25,13 @@ func (controlledShutdownEvent) String() string { return "ControlledShutdown" }
 // in order with the other controller events. A broker that is not the active controller
 // answers STALE_CONTROLLER_EPOCH, as Kafka's doControlledShutdown does (ControllerMovedException).
 func (c *Controller) ControlledShutdown(ctx context.Context, req *kmsg.ControlledShutdownRequest) *kmsg.ControlledShutdownResponse {
-	c.mu.Lock()
-	loop := c.mu.loop
-	c.mu.Unlock()
-	if loop == nil || !c.IsActive() {
-		return controlledShutdownError(req, kerr.StaleControllerEpoch.Code)
+	resp, code := askLoop(ctx, c, kerr.StaleControllerEpoch.Code, func(reply chan *kmsg.ControlledShutdownResponse) event {
+		return controlledShutdownEvent{req: req, reply: reply}
+	})
+	if code != 0 {
+		return controlledShutdownError(req, code)
 	}
-	reply := make(chan *kmsg.ControlledShutdownResponse, 1)
-	loop.queue.put(controlledShutdownEvent{req: req, reply: reply})
-	select {
-	case resp := <-reply:
-		return resp
-	case <-loop.done:
-		select {
-		case resp := <-reply:
-			return resp
-		default:
-			return controlledShutdownError(req, kerr.StaleControllerEpoch.Code)
-		}
-	case <-ctx.Done():
-		return controlledShutdownError(req, kerr.RequestTimedOut.Code)
-	}
+	return resp
 }
 
 func controlledShutdownError(req *kmsg.ControlledShutdownRequest, code int16) *kmsg.ControlledShutdownResponse {

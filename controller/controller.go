@@ -195,27 +195,13 @@ func (c *Controller) lead(ctx context.Context, epoch, epochZkVersion int32, sess
 // the request is processed in order with the other controller events. A broker that is not
 // the active controller answers NOT_CONTROLLER.
 func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
-	c.mu.Lock()
-	loop := c.mu.loop
-	c.mu.Unlock()
-	if loop == nil || !c.IsActive() {
-		return alterPartitionError(req, notControllerCode)
+	resp, code := askLoop(ctx, c, notControllerCode, func(reply chan *kmsg.AlterPartitionResponse) event {
+		return alterPartitionEvent{req: req, reply: reply}
+	})
+	if code != 0 {
+		return alterPartitionError(req, code)
 	}
-	reply := make(chan *kmsg.AlterPartitionResponse, 1)
-	loop.queue.put(alterPartitionEvent{req: req, reply: reply})
-	select {
-	case resp := <-reply:
-		return resp
-	case <-loop.done:
-		select {
-		case resp := <-reply:
-			return resp
-		default:
-			return alterPartitionError(req, notControllerCode)
-		}
-	case <-ctx.Done():
-		return alterPartitionError(req, kerr.RequestTimedOut.Code)
-	}
+	return resp
 }
 
 var notControllerCode = kerr.NotController.Code

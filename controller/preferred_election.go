@@ -83,27 +83,13 @@ func (electLeadersEvent) String() string { return "ReplicaLeaderElection" }
 // processed in order with the other controller events. A broker that is not the active
 // controller answers NOT_CONTROLLER for every partition.
 func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
-	c.mu.Lock()
-	loop := c.mu.loop
-	c.mu.Unlock()
-	if loop == nil || !c.IsActive() {
-		return electLeadersError(req, kerr.NotController.Code)
+	resp, code := askLoop(ctx, c, kerr.NotController.Code, func(reply chan *kmsg.ElectLeadersResponse) event {
+		return electLeadersEvent{req: req, reply: reply}
+	})
+	if code != 0 {
+		return electLeadersError(req, code)
 	}
-	reply := make(chan *kmsg.ElectLeadersResponse, 1)
-	loop.queue.put(electLeadersEvent{req: req, reply: reply})
-	select {
-	case resp := <-reply:
-		return resp
-	case <-loop.done:
-		select {
-		case resp := <-reply:
-			return resp
-		default:
-			return electLeadersError(req, kerr.NotController.Code)
-		}
-	case <-ctx.Done():
-		return electLeadersError(req, kerr.RequestTimedOut.Code)
-	}
+	return resp
 }
 
 // electLeadersError answers every listed partition with code.

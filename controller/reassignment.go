@@ -141,6 +141,31 @@ func (c *Controller) activeLoop() *eventLoop {
 	return loop
 }
 
+// askLoop queues the event mk builds on the active term's loop and waits for its reply.
+// code is non-zero when there is no reply: notActive when no term is active or the term
+// ended before answering, REQUEST_TIMED_OUT when ctx ends first.
+func askLoop[R any](ctx context.Context, c *Controller, notActive int16, mk func(reply chan R) event) (resp R, code int16) {
+	loop := c.activeLoop()
+	if loop == nil {
+		return resp, notActive
+	}
+	reply := make(chan R, 1)
+	loop.queue.put(mk(reply))
+	select {
+	case resp = <-reply:
+		return resp, 0
+	case <-loop.done:
+		select {
+		case resp = <-reply:
+			return resp, 0
+		default:
+			return resp, notActive
+		}
+	case <-ctx.Done():
+		return resp, kerr.RequestTimedOut.Code
+	}
+}
+
 // AlterPartitionReassignments serves API 45 on the controller (KafkaController.alterPartitionReassignments).
 func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
