@@ -473,7 +473,9 @@ func (f *replicaFetcher) truncate(st *fetchState, offset int64) error {
 		return errors.New("no log")
 	}
 	if offset >= l.LogEndOffset() {
-		return nil
+		// No records to cut, but a trailing epoch entry at the log end must still go
+		// (logstore's TruncateTo does that), or the leader keeps reporting divergence.
+		return f.m.rm.truncateTo(st.p.tp, l, offset)
 	}
 	log := f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"log_end_offset": l.LogEndOffset(), "truncate_to": offset})
 	if err := f.m.rm.truncateTo(st.p.tp, l, offset); err != nil {

@@ -219,6 +219,14 @@ func (l *Log) TruncateTo(offset int64) error {
 		return ErrClosed
 	}
 	if offset >= l.logEndOffset.Load() {
+		// Nothing to cut, but the epoch cache may end with an entry at the log end that a
+		// leader assigned before it appended anything: drop it, or a follower keeps sending
+		// that epoch as its last fetched one and the leader keeps reporting divergence
+		// (UnifiedLog.truncateTo always truncates the epoch cache).
+		if err := l.epochs.TruncateFromEnd(l.logEndOffset.Load()); err != nil {
+			l.ioFailed(err)
+			return err
+		}
 		return nil
 	}
 	if offset < l.logStartOffset.Load() {

@@ -814,3 +814,26 @@ func TestAppendAsLeaderMultipleBatches(t *testing.T) {
 		})
 	}
 }
+
+// A leader that assigned an epoch at its log end and then lost leadership before appending
+// leaves a trailing epoch entry; truncating to the log end must drop it, as
+// UnifiedLog.truncateTo does, or the follower keeps sending that epoch and the new leader
+// keeps reporting divergence.
+func TestTruncateToLogEndDropsTrailingEpoch(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "t-0"), testLogOpts{})
+	if _, err := l.AppendAsLeader(makeBatch(t, 3, 10, time.Now().UnixMilli(), recordbatch.None, false), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MaybeAssignEpochStartOffset(2, l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := l.LatestEpoch(); e != 2 {
+		t.Fatalf("latest epoch %d, want 2", e)
+	}
+	if err := l.TruncateTo(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := l.LatestEpoch(); e != 1 {
+		t.Fatalf("latest epoch after truncating to the log end: %d, want 1", e)
+	}
+}
