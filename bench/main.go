@@ -43,6 +43,7 @@ type workload struct {
 	rf3      bool   // runs on the 3-broker samsa cluster (RF=3) instead of the pair
 	needsRep bool   // needs follower replication (acks=all with RF=3)
 	consumes string // for consume rows: the produce row whose topic it reads
+	codec    string // kgo producer compression: "" (none) or "snappy"
 }
 
 type options struct {
@@ -58,6 +59,7 @@ type options struct {
 	out           string
 	straceConsume bool
 	keep          bool
+	prof          *profiler
 }
 
 func main() {
@@ -76,7 +78,16 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "also write the markdown table to this file")
 	flag.BoolVar(&o.straceConsume, "strace", false, "after the rounds, strace a samsa broker during a 10 KiB consume and report which syscalls carried the bytes")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp folder (broker logs) after the run")
+	profDir := flag.String("profile", "", "write CPU profiles of the clients and of samsa's brokers for every workload of round 1 into this folder")
+	profSecs := flag.Int("profile-seconds", 3, "length of the broker profiles (size workloads to last at least this long)")
 	flag.Parse()
+	if *profDir != "" {
+		if err := os.MkdirAll(*profDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(2)
+		}
+		o.prof = &profiler{dir: *profDir, seconds: *profSecs}
+	}
 	if only != "" {
 		o.only = regexp.MustCompile(only)
 	}
@@ -108,6 +119,14 @@ func workloads(o options) []workload {
 			}
 			ws = append(ws, workload{name: fmt.Sprintf("consume kgo %s %dp", sizeName(size), parts), kind: "consume-kgo",
 				size: size, parts: parts, records: n, consumes: fmt.Sprintf("produce kgo %s %dp acks=1", sizeName(size), parts)})
+			if size == 100 && parts == 1 {
+				// The same with kgo's default snappy batches: the client's decompression then
+				// dominates a consume, which shows how much of it the broker can still move.
+				ws = append(ws, workload{name: "produce kgo 100B 1p acks=1 snappy", kind: "produce-kgo", size: size, parts: parts,
+					records: n, codec: "snappy"},
+					workload{name: "consume kgo 100B 1p snappy", kind: "consume-kgo", size: size, parts: parts, records: n,
+						consumes: "produce kgo 100B 1p acks=1 snappy"})
+			}
 		}
 	}
 	for _, all := range []bool{false, true} {
@@ -309,17 +328,26 @@ func runTarget(ctx context.Context, o options, dir string, zk *zktest.Server, tn
 			continue
 		}
 		runtime.GC()
+		var endProfile func()
+		if o.prof != nil && round == 1 {
+			if endProfile, err = o.prof.start(ctx, tname, w.name, t.debug); err != nil {
+				return err
+			}
+		}
 		cpu0 := t.cpuSeconds()
 		var r result
 		switch w.kind {
 		case "produce-kgo":
-			r, err = produceKgo(ctx, t.bootstrap, topic, w.records, w.size, w.allAcks)
+			r, err = produceKgo(ctx, t.bootstrap, topic, w.records, w.size, w.allAcks, w.codec)
 		case "produce-sarama":
 			r, err = produceSarama(ctx, t.bootstrap, topic, w.records, w.size, w.allAcks)
 		case "consume-kgo":
 			r, err = consumeKgo(ctx, t.bootstrap, topic, w.parts, w.records)
 		case "e2e":
 			r, err = endToEnd(ctx, t.bootstrap, topic, o.e2eRate, o.e2eDur, w.allAcks)
+		}
+		if endProfile != nil {
+			endProfile()
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: round %d %s %s: %v\n", round, tname, w.name, err)
@@ -328,8 +356,8 @@ func runTarget(ctx context.Context, o options, dir string, zk *zktest.Server, tn
 		}
 		r.cpu = t.cpuSeconds() - cpu0
 		res.add(w.name, tname, r)
-		fmt.Fprintf(os.Stderr, "bench: r%d %-7s %-38s %10.0f rec/s %8.2f MB/s cpu %6.2f s/M p50 %s p99 %s\n",
-			round, tname, w.name, r.recsPerSec(), r.mbPerSec(), r.cpuPerM(), ms(r.p50), ms(r.p99))
+		fmt.Fprintf(os.Stderr, "bench: r%d %-7s %-38s %10.0f rec/s %8.2f MB/s cpu %6.2f s/M p50 %s p99 %s%s\n",
+			round, tname, w.name, r.recsPerSec(), r.mbPerSec(), r.cpuPerM(), ms(r.p50), ms(r.p99), r.note)
 	}
 	return nil
 }

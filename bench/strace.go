@@ -35,7 +35,7 @@ func straceConsume(ctx context.Context, o options, dir string, zk *zktest.Server
 		return "", err
 	}
 	n := o.large
-	if _, err := produceKgo(ctx, t.bootstrap, topic, n, 10240, false); err != nil {
+	if _, err := produceKgo(ctx, t.bootstrap, topic, n, 10240, false, ""); err != nil {
 		return "", err
 	}
 	pid := strconv.Itoa(t.pids[0])

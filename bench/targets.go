@@ -24,6 +24,7 @@ type target struct {
 	bootstrap []string // host:port of every broker
 	pids      []int
 	dirs      []string // broker data folders
+	debug     []string // samsa.debug.listener of every broker (pprof); empty for kfake
 	stop      func()
 }
 
@@ -123,8 +124,14 @@ func startSamsa(ctx context.Context, bin, dir, name, zkConnect string, n int) (*
 			t.stop()
 			return nil, err
 		}
-		cfg := fmt.Sprintf("broker.id: %d\nlisteners: PLAINTEXT://127.0.0.1:%d\nlog.dirs: %s\nzookeeper.connect: %s\nsamsa.log.level: warn\n",
-			id, port, filepath.Join(bdir, "data"), zkConnect)
+		debug, err := freeAddr()
+		if err != nil {
+			t.stop()
+			return nil, err
+		}
+		t.debug = append(t.debug, debug)
+		cfg := fmt.Sprintf("broker.id: %d\nlisteners: PLAINTEXT://127.0.0.1:%d\nlog.dirs: %s\nzookeeper.connect: %s\nsamsa.log.level: warn\nsamsa.debug.listener: %s\n",
+			id, port, filepath.Join(bdir, "data"), zkConnect, debug)
 		cfgPath := filepath.Join(bdir, "server.yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			t.stop()

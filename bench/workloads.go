@@ -27,6 +27,7 @@ type result struct {
 	cpu      float64 // broker CPU seconds during the workload
 	p50, p99 time.Duration
 	na       string // why the row could not be measured
+	note     string // extra detail for the progress line (consume: fetch statistics)
 }
 
 func (r result) recsPerSec() float64 { return float64(r.records) / r.elapsed.Seconds() }
@@ -66,14 +67,14 @@ func payloads(size int) [][]byte {
 
 // produceKgo sends n records of size bytes with a kgo producer (5 requests in flight per
 // broker, idempotence off, linger 0) and reports send→ack latency per record.
-func produceKgo(ctx context.Context, seeds []string, topic string, n int64, size int, allAcks bool) (result, error) {
+func produceKgo(ctx context.Context, seeds []string, topic string, n int64, size int, allAcks bool, codec string) (result, error) {
 	acks := kgo.LeaderAck()
 	if allAcks {
 		acks = kgo.AllISRAcks()
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5),
-		kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+		kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), compressionOpt(codec))
 	if err != nil {
 		return result{}, err
 	}
@@ -178,8 +179,9 @@ func consumeKgo(ctx context.Context, seeds []string, topic string, partitions in
 	for p := int32(0); p < partitions; p++ {
 		offs[p] = kgo.NewOffset().AtStart()
 	}
+	stats := new(fetchStats)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
-		kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.WithHooks(stats))
 	if err != nil {
 		return result{}, err
 	}
@@ -204,7 +206,7 @@ func consumeKgo(ctx context.Context, seeds []string, topic string, partitions in
 			bytes += int64(len(r.Value) + len(r.Key))
 		})
 	}
-	return result{records: got, bytes: bytes, elapsed: time.Since(start)}, nil
+	return result{records: got, bytes: bytes, elapsed: time.Since(start), note: "; " + stats.String()}, nil
 }
 
 // endToEnd produces 100-byte records at rate records/s for d with kgo and measures, in a
@@ -215,7 +217,7 @@ func endToEnd(ctx context.Context, seeds []string, topic string, rate int, d tim
 		acks = kgo.AllISRAcks()
 	}
 	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(acks),
-		kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5), kgo.ProducerLinger(0))
+		kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5), kgo.ProducerLinger(0), compressionOpt(""))
 	if err != nil {
 		return result{}, err
 	}
@@ -344,4 +346,14 @@ func fileWrite(dir string, total int64) (noSync, withSync result, err error) {
 	}
 	withSync = result{records: total >> 20, bytes: total, elapsed: time.Since(start)}
 	return noSync, withSync, nil
+}
+
+// compressionOpt is the kgo producer's codec: none unless a workload asks for snappy. kgo
+// compresses with snappy by default, but the Java producer's compression.type (and so
+// kafka-producer-perf-test's) defaults to none, as does sarama's.
+func compressionOpt(codec string) kgo.ProducerOpt {
+	if codec == "snappy" {
+		return kgo.ProducerBatchCompression(kgo.SnappyCompression())
+	}
+	return kgo.ProducerBatchCompression(kgo.NoCompression())
 }
