@@ -13,7 +13,8 @@ package broker
 //     session cache sized by max.incremental.fetch.session.cache.slots).
 //   - v12+ LastFetchedEpoch: a fetcher whose last fetched epoch diverges from the log gets
 //     DivergingEpoch and no records (KIP-595 truncate-on-fetch, used by followers).
-//   - v13+ topics by id (UNKNOWN_TOPIC_ID); v16 CurrentLeader and NodeEndpoints on
+//   - v13+ topics by id (UNKNOWN_TOPIC_ID; INCONSISTENT_TOPIC_ID when the id differs from
+//     the hosted partition's, fetch_session.go); v16 CurrentLeader and NodeEndpoints on
 //     NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (KIP-951).
 // Deviations: v0-v3 (down-conversion to old message formats) are not served.
 // On plain TCP the record bytes go to the socket with sendfile (zerocopy.go); elsewhere
@@ -82,6 +83,11 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 			if !known {
 				p.ErrorCode = kerr.UnknownTopicID.Code
+				respTopic.Partitions = append(respTopic.Partitions, p)
+				continue
+			}
+			if req.Version >= 13 && a.inconsistentTopicID(logstore.TopicPartition{Topic: topic, Partition: rp.Partition}, rt.TopicID) {
+				p.ErrorCode = kerr.InconsistentTopicID.Code
 				respTopic.Partitions = append(respTopic.Partitions, p)
 				continue
 			}

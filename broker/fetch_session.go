@@ -13,15 +13,25 @@ package broker
 //     answers only those with records, a changed high watermark / last stable offset /
 //     log start offset, a diverging epoch, a current leader, or an error. Partitions
 //     answered are moved to the end of the session's order, for fairness under max_bytes.
+//     An incremental request that forgets the last partition closes the session and is
+//     answered sessionless (session id 0).
 //   - Epochs wrap from MaxInt32 to 1. v13+ sessions key partitions by topic id.
-//   - Cache size: max.incremental.fetch.session.cache.slots (1000). When full, the
-//     least recently used session idle for more than min.incremental.fetch.session.eviction.ms
-//     (120000) is evicted; otherwise the least valuable evictable session, ordered as
-//     Kafka's EvictableKey (privileged=follower, size, id), if the new one is worth at
-//     least as much. Simplification: evictability ("created more than eviction ms ago")
-//     is evaluated at eviction time, not at the last touch, and scans are linear.
-// Deviation: INCONSISTENT_TOPIC_ID (a partition's topic id differing from the log's) is
-// not checked; an unknown topic id is answered UNKNOWN_TOPIC_ID by the handler.
+//   - Cache size: max.incremental.fetch.session.cache.slots (1000). When full, a new
+//     session may evict (FetchSessionCache.tryEvict): first the least recently used
+//     session if it is stale (unused for more than min.incremental.fetch.session.eviction.ms,
+//     120000); otherwise the least valuable session of evictableByPrivileged (for a
+//     follower's session) or evictableByAll (for a consumer's), ordered as EvictableKey
+//     (privileged, size, id), if the new session's key (privileged, size, 0) is not
+//     smaller. Both sets are decided when a session is touched (created or used): a
+//     consumer session is always evictable by a follower's, and any session created more
+//     than the eviction time before its last use is evictable by all; the size compared
+//     is the one at that touch. Kafka keeps the sets in tree maps; here a linear scan over
+//     at most max slots sessions picks the same minimum, only when the cache is full.
+//   - v13+: a partition whose topic id differs from the id of the hosted partition is
+//     answered INCONSISTENT_TOPIC_ID (ReplicaManager.readFromLocalLog); an id the metadata
+//     cache does not know, UNKNOWN_TOPIC_ID (01_fetch.go).
+//
+// Lock order: FetchSessionCache.mu → FetchSession.mu, as Kafka (cache lock, then session).
 
 import (
 	"math"
@@ -33,6 +43,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/logstore"
 )
 
 const (
@@ -105,17 +117,23 @@ func (cp *cachedPartition) maybeUpdateResponse(p *kmsg.FetchResponseTopicPartiti
 	return must
 }
 
-// FetchSession is one incremental fetch session.
+// FetchSession is one incremental fetch session. mu guards the partitions and the epoch;
+// the fields below "cache state" are the cache's and guarded by FetchSessionCache.mu.
 type FetchSession struct {
 	mu           sync.Mutex
 	id           int32
 	privileged   bool // created by a follower
 	usesTopicIDs bool
-	epoch        int32 // next expected epoch
 	creationMs   int64
-	lastUsedMs   int64
+	epoch        int32 // next expected epoch
 	order        []fetchSessionKey
 	parts        map[fetchSessionKey]*cachedPartition
+
+	// cache state, set by FetchSessionCache.touchLocked
+	lastUsedMs            int64
+	cachedSize            int // partitions at the last touch; -1 before the first
+	evictableByPrivileged bool
+	evictableByAll        bool
 }
 
 // ID returns the session id.
@@ -156,9 +174,13 @@ func (s *FetchSession) remove(k fetchSessionKey) {
 	}
 }
 
-// nextFetchSessionEpoch wraps from MaxInt32 to 1 (0 is the initial epoch).
+// nextFetchSessionEpoch is FetchMetadata.nextEpoch: MaxInt32 wraps to 1 (0 is the
+// initial epoch) and the final epoch -1 stays -1.
 func nextFetchSessionEpoch(e int32) int32 {
-	if e == math.MaxInt32 {
+	switch {
+	case e < 0:
+		return -1
+	case e == math.MaxInt32:
 		return 1
 	}
 	return e + 1
@@ -167,14 +189,37 @@ func nextFetchSessionEpoch(e int32) int32 {
 // FetchSessionStats are counters exposed for tests and metrics.
 type FetchSessionStats struct {
 	Created, Evicted, Incremental, Full, Errors int64
+	// Partitions is NumIncrementalFetchPartitionsCached: the sessions' sizes at their
+	// last touch.
+	Partitions int64
 }
 
-// FetchSessionCache is Kafka's FetchSessionCache.
+// evictableKey is Kafka's EvictableKey: sessions compare by (privileged, size, id),
+// false before true; the smallest is the least valuable.
+type evictableKey struct {
+	privileged bool
+	size       int
+	id         int32
+}
+
+func (k evictableKey) less(o evictableKey) bool {
+	if k.privileged != o.privileged {
+		return !k.privileged
+	}
+	if k.size != o.size {
+		return k.size < o.size
+	}
+	return k.id < o.id
+}
+
+// FetchSessionCache is Kafka's FetchSessionCache (one shard: Kafka 3.7 has no sharding).
+// Safe for concurrent use; see the file comment for the lock order.
 type FetchSessionCache struct {
-	mu         sync.Mutex
-	maxSlots   int
-	evictionMs int64
-	sessions   map[int32]*FetchSession
+	mu            sync.Mutex
+	maxSlots      int
+	evictionMs    int64
+	sessions      map[int32]*FetchSession
+	numPartitions int64
 
 	created, evicted, incremental, full, errors atomic.Int64
 }
@@ -186,8 +231,11 @@ func NewFetchSessionCache(slots int, evictionMs int64) *FetchSessionCache {
 
 // Stats returns the counters.
 func (c *FetchSessionCache) Stats() FetchSessionStats {
+	c.mu.Lock()
+	n := c.numPartitions
+	c.mu.Unlock()
 	return FetchSessionStats{Created: c.created.Load(), Evicted: c.evicted.Load(), Incremental: c.incremental.Load(),
-		Full: c.full.Load(), Errors: c.errors.Load()}
+		Full: c.full.Load(), Errors: c.errors.Load(), Partitions: n}
 }
 
 // Len returns the number of cached sessions.
@@ -208,17 +256,52 @@ func (c *FetchSessionCache) Get(id int32) *FetchSession {
 func (c *FetchSessionCache) Remove(id int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.sessions, id)
+	if s := c.sessions[id]; s != nil {
+		c.removeLocked(s)
+	}
 }
 
-// maybeCreate creates a session if a slot is free or one can be evicted; nil otherwise.
-func (c *FetchSessionCache) maybeCreate(nowMs int64, privileged, usesTopicIDs bool, size int) *FetchSession {
+// Clear drops every session (as a broker restart would); their owners get
+// FETCH_SESSION_ID_NOT_FOUND on their next incremental fetch.
+func (c *FetchSessionCache) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.maxSlots <= 0 {
-		return nil
+	for _, s := range c.sessions {
+		c.removeLocked(s)
 	}
-	if len(c.sessions) >= c.maxSlots && !c.tryEvictLocked(nowMs, privileged, size) {
+}
+
+func (c *FetchSessionCache) removeLocked(s *FetchSession) {
+	if c.sessions[s.id] != s {
+		return
+	}
+	delete(c.sessions, s.id)
+	if s.cachedSize > 0 {
+		c.numPartitions -= int64(s.cachedSize)
+	}
+}
+
+// touchLocked is FetchSessionCache.touch: the session was used at nowMs with its current
+// partitions; it re-decides which eviction sets the session is in. Caller holds c.mu and,
+// for a session already in the cache, s.mu.
+func (c *FetchSessionCache) touchLocked(s *FetchSession, nowMs int64) {
+	s.lastUsedMs = nowMs
+	if s.cachedSize > 0 {
+		c.numPartitions -= int64(s.cachedSize)
+	}
+	s.cachedSize = len(s.order)
+	c.numPartitions += int64(s.cachedSize)
+	old := nowMs-s.creationMs > c.evictionMs
+	s.evictableByPrivileged = !s.privileged || old
+	s.evictableByAll = old
+}
+
+// maybeCreate (maybeCreateSession) caches a new session holding parts if a slot is free or
+// tryEvict frees one; nil otherwise.
+func (c *FetchSessionCache) maybeCreate(nowMs int64, privileged, usesTopicIDs bool, parts []*cachedPartition) *FetchSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sessions) >= c.maxSlots && !c.tryEvictLocked(privileged, evictableKey{privileged, len(parts), 0}, nowMs) {
 		return nil
 	}
 	id := int32(0)
@@ -226,14 +309,20 @@ func (c *FetchSessionCache) maybeCreate(nowMs int64, privileged, usesTopicIDs bo
 		id = rand.Int32N(math.MaxInt32) + 1
 	}
 	s := &FetchSession{id: id, privileged: privileged, usesTopicIDs: usesTopicIDs, epoch: nextFetchSessionEpoch(0),
-		creationMs: nowMs, lastUsedMs: nowMs, parts: map[fetchSessionKey]*cachedPartition{}}
+		creationMs: nowMs, cachedSize: -1, parts: make(map[fetchSessionKey]*cachedPartition, len(parts))}
+	for _, cp := range parts {
+		s.add(cp)
+	}
 	c.sessions[id] = s
+	c.touchLocked(s, nowMs)
 	c.created.Add(1)
 	return s
 }
 
-// tryEvictLocked is FetchSessionCache.tryEvict, simplified (see the file comment).
-func (c *FetchSessionCache) tryEvictLocked(nowMs int64, privileged bool, size int) bool {
+// tryEvictLocked is FetchSessionCache.tryEvict: a proposed new session (privileged, key)
+// may evict the least recently used session if it is stale, else the least valuable
+// session of its eviction set if that one is not worth more than the new one.
+func (c *FetchSessionCache) tryEvictLocked(privileged bool, key evictableKey, nowMs int64) bool {
 	var lru *FetchSession
 	for _, s := range c.sessions {
 		if lru == nil || s.lastUsedMs < lru.lastUsedMs || (s.lastUsedMs == lru.lastUsedMs && s.id < lru.id) {
@@ -244,38 +333,25 @@ func (c *FetchSessionCache) tryEvictLocked(nowMs int64, privileged bool, size in
 		return false
 	}
 	if nowMs-lru.lastUsedMs > c.evictionMs {
-		delete(c.sessions, lru.id)
+		c.removeLocked(lru)
 		c.evicted.Add(1)
 		return true
 	}
-	// EvictableKey order: (privileged, size, id); the least valuable evictable session goes
-	// if the new session is worth at least as much.
-	less := func(p1 bool, n1 int, id1 int32, p2 bool, n2 int, id2 int32) bool {
-		if p1 != p2 {
-			return !p1
-		}
-		if n1 != n2 {
-			return n1 < n2
-		}
-		return id1 < id2
-	}
 	var victim *FetchSession
-	var victimSize int
+	var victimKey evictableKey
 	for _, s := range c.sessions {
-		old := nowMs-s.creationMs > c.evictionMs
-		evictable := old || (privileged && !s.privileged)
-		if !evictable {
+		if privileged && !s.evictableByPrivileged || !privileged && !s.evictableByAll {
 			continue
 		}
-		n := len(s.order)
-		if victim == nil || less(s.privileged, n, s.id, victim.privileged, victimSize, victim.id) {
-			victim, victimSize = s, n
+		k := evictableKey{s.privileged, s.cachedSize, s.id}
+		if victim == nil || k.less(victimKey) {
+			victim, victimKey = s, k
 		}
 	}
-	if victim == nil || less(privileged, size, math.MaxInt32, victim.privileged, victimSize, victim.id) {
+	if victim == nil || key.less(victimKey) {
 		return false
 	}
-	delete(c.sessions, victim.id)
+	c.removeLocked(victim)
 	c.evicted.Add(1)
 	return true
 }
@@ -314,7 +390,11 @@ func (c *FetchSessionCache) newFetchContext(req *kmsg.FetchRequest, privileged b
 		c.full.Add(1)
 		return fc
 	}
-	s := c.Get(req.SessionID)
+	// The cache lock is held across the update, as Kafka does, so the session cannot be
+	// evicted half-updated.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[req.SessionID]
 	if s == nil {
 		fc.errCode = kerr.FetchSessionIDNotFound.Code
 		c.errors.Add(1)
@@ -353,10 +433,15 @@ func (c *FetchSessionCache) newFetchContext(req *kmsg.FetchRequest, privileged b
 			}
 		}
 	}
+	if len(s.order) == 0 {
+		// Nothing left to fetch: the session closes and the request is answered
+		// sessionless (SessionlessFetchContext).
+		c.removeLocked(s)
+		c.full.Add(1)
+		return fc
+	}
+	c.touchLocked(s, nowMs)
 	s.epoch = nextFetchSessionEpoch(s.epoch)
-	c.mu.Lock()
-	s.lastUsedMs = nowMs
-	c.mu.Unlock()
 	fc.incremental, fc.session = true, s
 	fc.topics = fc.topics[:0:0]
 	for _, k := range s.order {
@@ -390,12 +475,7 @@ func (fc *fetchContext) finish(resp *kmsg.FetchResponse, z *zeroCopyFetch, nowMs
 	}
 	switch {
 	case fc.create:
-		s := fc.cache.maybeCreate(nowMs, fc.privileged, fc.version >= 13, countPartitions(fc.topics))
-		if s == nil {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		var parts []*cachedPartition
 		for ti := range fc.topics {
 			t := &fc.topics[ti]
 			for pi := range t.Partitions {
@@ -404,10 +484,12 @@ func (fc *fetchContext) finish(resp *kmsg.FetchResponse, z *zeroCopyFetch, nowMs
 				if ti < len(resp.Topics) && pi < len(resp.Topics[ti].Partitions) {
 					cp.maybeUpdateResponse(&resp.Topics[ti].Partitions[pi], false, true)
 				}
-				s.add(cp)
+				parts = append(parts, cp)
 			}
 		}
-		resp.SessionID = s.id
+		if s := fc.cache.maybeCreate(nowMs, fc.privileged, fc.version >= 13, parts); s != nil {
+			resp.SessionID = s.id
+		}
 	case fc.incremental:
 		s := fc.session
 		s.mu.Lock()
@@ -472,12 +554,19 @@ func (fc *fetchContext) finish(resp *kmsg.FetchResponse, z *zeroCopyFetch, nowMs
 	}
 }
 
-func countPartitions(ts []kmsg.FetchRequestTopic) int {
-	n := 0
-	for i := range ts {
-		n += len(ts[i].Partitions)
+// inconsistentTopicID is ReplicaManager.hasConsistentTopicId negated, for v13+: the
+// topic id of the request (or session) is set and differs from the id of the partition
+// hosted here. A partition not hosted is left to the read, which reports why.
+func (a *APIs) inconsistentTopicID(tp logstore.TopicPartition, id [16]byte) bool {
+	if id == ([16]byte{}) || a.Replicas == nil {
+		return false
 	}
-	return n
+	p, err := a.Replicas.Partition(tp)
+	if err != nil {
+		return false
+	}
+	hosted := p.topicIDSnapshot()
+	return hosted != [16]byte{} && hosted != id
 }
 
 // fetchSessions returns a's session cache, sized by max.incremental.fetch.session.cache.slots

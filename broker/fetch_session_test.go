@@ -19,51 +19,136 @@ func TestFetchSessionEpochWraps(t *testing.T) {
 	}
 }
 
-func TestFetchSessionCacheEviction(t *testing.T) {
-	c := NewFetchSessionCache(2, 1000)
-	a := c.maybeCreate(0, false, false, 5)
-	b := c.maybeCreate(10, false, false, 5)
-	if a == nil || b == nil || a.ID() == b.ID() || a.ID() <= 0 || a.Epoch() != 1 {
-		t.Fatalf("create: %v %v", a, b)
+// sizedParts returns n cached partitions of topic "x".
+func sizedParts(n int) []*cachedPartition {
+	var ps []*cachedPartition
+	for i := range n {
+		ps = append(ps, &cachedPartition{key: fetchSessionKey{topic: "x", partition: int32(i)}})
 	}
-	// Full, nothing stale or evictable yet: a consumer session is refused...
-	if s := c.maybeCreate(20, false, false, 100); s != nil {
-		t.Fatalf("created %d in a full cache", s.ID())
-	}
-	// ...but a follower (privileged) session may evict a consumer one.
-	f := c.maybeCreate(30, true, false, 1)
-	if f == nil || c.Len() != 2 || c.Stats().Evicted != 1 {
-		t.Fatalf("privileged: %v len %d stats %+v", f, c.Len(), c.Stats())
-	}
-	// Stale sessions go first (LRU among those idle past the eviction time).
-	rest := a
-	if c.Get(a.ID()) == nil {
-		rest = b
-	}
-	if s := c.maybeCreate(1020, false, false, 0); s == nil || c.Get(rest.ID()) != nil || c.Get(f.ID()) == nil {
-		t.Fatalf("stale eviction: %v", s)
-	}
-	// Zero slots: sessions disabled.
-	if s := NewFetchSessionCache(0, 1000).maybeCreate(0, true, false, 1); s != nil {
-		t.Fatal("created with 0 slots")
-	}
+	return ps
 }
 
-func TestFetchSessionCacheEvictsSmallerOldSession(t *testing.T) {
-	c := NewFetchSessionCache(1, 100)
-	a := c.maybeCreate(0, false, false, 3)
+// touch uses s at nowMs as an incremental fetch does.
+func touch(c *FetchSessionCache, s *FetchSession, nowMs int64) {
 	c.mu.Lock()
-	a.lastUsedMs = 150 // recently used, but created more than 100 ms ago: evictable by all
+	s.mu.Lock()
+	c.touchLocked(s, nowMs)
+	s.mu.Unlock()
 	c.mu.Unlock()
-	for i := 0; i < 3; i++ {
-		a.add(&cachedPartition{key: fetchSessionKey{topic: "x", partition: int32(i)}})
+}
+
+// TestFetchSessionCacheEviction follows Kafka's FetchSessionTest (testSessionCache,
+// testPrivilegedSessionHandling, testZeroSizeFetchSession...): FetchSessionCache.tryEvict
+// with its stale-first rule and the evictableByPrivileged / evictableByAll sets.
+func TestFetchSessionCacheEviction(t *testing.T) {
+	const evictionMs = 100
+	created := func(t *testing.T, c *FetchSessionCache, now int64, privileged bool, size int) *FetchSession {
+		t.Helper()
+		s := c.maybeCreate(now, privileged, false, sizedParts(size))
+		if s == nil {
+			t.Fatalf("no session created at %d (privileged %v, size %d)", now, privileged, size)
+		}
+		return s
 	}
-	if s := c.maybeCreate(160, false, false, 2); s != nil {
-		t.Fatal("a smaller session evicted a larger one")
+	refused := func(t *testing.T, c *FetchSessionCache, now int64, privileged bool, size int) {
+		t.Helper()
+		if s := c.maybeCreate(now, privileged, false, sizedParts(size)); s != nil {
+			t.Fatalf("session %d created at %d (privileged %v, size %d) in a full cache", s.ID(), now, privileged, size)
+		}
 	}
-	if s := c.maybeCreate(160, false, false, 4); s == nil || c.Get(a.ID()) != nil {
-		t.Fatal("a larger session did not evict the smaller old one")
+	gone := func(t *testing.T, c *FetchSessionCache, ss ...*FetchSession) {
+		t.Helper()
+		for _, s := range ss {
+			if c.Get(s.ID()) != nil {
+				t.Fatalf("session %d (privileged %v, size %d) still cached", s.ID(), s.privileged, s.Size())
+			}
+		}
 	}
+	kept := func(t *testing.T, c *FetchSessionCache, ss ...*FetchSession) {
+		t.Helper()
+		for _, s := range ss {
+			if c.Get(s.ID()) == nil {
+				t.Fatalf("session %d (privileged %v, size %d) evicted", s.ID(), s.privileged, s.Size())
+			}
+		}
+	}
+
+	t.Run("stale", func(t *testing.T) {
+		c := NewFetchSessionCache(2, evictionMs)
+		a := created(t, c, 0, true, 50) // a follower's big session...
+		b := created(t, c, 10, false, 1)
+		touch(c, b, 90)
+		s := created(t, c, 101, false, 1) // ...idle for 101 ms is stale: evicted by a tiny consumer
+		gone(t, c, a)
+		kept(t, c, b, s)
+		if st := c.Stats(); st.Evicted != 1 || st.Partitions != 2 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+	t.Run("a follower evicts the least valuable consumer session", func(t *testing.T) {
+		c := NewFetchSessionCache(3, evictionMs)
+		a := created(t, c, 0, false, 5)
+		b := created(t, c, 1, false, 3)
+		f1 := created(t, c, 2, true, 1)
+		f2 := created(t, c, 3, true, 1) // EvictableKey (false, 3, b) is the smallest
+		gone(t, c, b)
+		kept(t, c, a, f1, f2)
+		f3 := created(t, c, 4, true, 1)
+		gone(t, c, a)
+		// Only followers left, none old: another follower cannot evict one.
+		refused(t, c, 5, true, 1000)
+		kept(t, c, f1, f2, f3)
+	})
+	t.Run("a consumer cannot evict a young session", func(t *testing.T) {
+		c := NewFetchSessionCache(1, evictionMs)
+		a := created(t, c, 0, false, 1)
+		touch(c, a, 50)
+		refused(t, c, 60, false, 1000)
+		kept(t, c, a)
+	})
+	t.Run("evictability is decided at the last touch", func(t *testing.T) {
+		c := NewFetchSessionCache(1, evictionMs)
+		a := created(t, c, 0, false, 1)
+		touch(c, a, 80) // not yet older than 100 ms when last used
+		refused(t, c, 150, false, 1000)
+		touch(c, a, 150) // now it is: evictable by all
+		created(t, c, 160, false, 2)
+		gone(t, c, a)
+	})
+	t.Run("a consumer evicts an old smaller session, not an equal or larger one", func(t *testing.T) {
+		c := NewFetchSessionCache(1, evictionMs)
+		a := created(t, c, 0, false, 3)
+		touch(c, a, 150)
+		refused(t, c, 160, false, 2)
+		refused(t, c, 160, false, 3) // key (false, 3, 0) is smaller than (false, 3, id)
+		created(t, c, 160, false, 4)
+		gone(t, c, a)
+	})
+	t.Run("the size compared is the one at the last touch", func(t *testing.T) {
+		c := NewFetchSessionCache(1, evictionMs)
+		a := created(t, c, 0, false, 1)
+		touch(c, a, 150)
+		a.mu.Lock()
+		for _, cp := range sizedParts(10) {
+			a.add(cp) // grown since, but not touched
+		}
+		a.mu.Unlock()
+		created(t, c, 160, false, 2)
+		gone(t, c, a)
+	})
+	t.Run("a consumer never evicts a follower that is not stale", func(t *testing.T) {
+		c := NewFetchSessionCache(1, evictionMs)
+		f := created(t, c, 0, true, 1)
+		touch(c, f, 150) // old: in evictableByAll, but (true, 1, id) outranks any consumer
+		refused(t, c, 160, false, 1000)
+		// Another follower's session evicts it only if larger: (true, 1, 0) < (true, 1, id).
+		refused(t, c, 160, true, 1)
+		created(t, c, 160, true, 2)
+		gone(t, c, f)
+	})
+	t.Run("zero slots disable sessions", func(t *testing.T) {
+		refused(t, NewFetchSessionCache(0, evictionMs), 0, true, 1)
+	})
 }
 
 // sessionFetch is a v12 (names) or v13 (ids) fetch of the given partitions of topic.
@@ -291,5 +376,95 @@ func TestFetchSessionSarama(t *testing.T) {
 	}
 	if st := e.apis.fetchSessions().Stats(); st.Created != 0 || st.Incremental != 0 || st.Full == 0 {
 		t.Fatalf("sarama stats %+v", st)
+	}
+}
+
+// TestFetchSessionForgetAllCloses: an incremental fetch that forgets the session's last
+// partition closes it and is answered sessionless (FetchManager.newContext).
+func TestFetchSessionForgetAllCloses(t *testing.T) {
+	e := newDataEnv(t)
+	e.createTopic("last", 1)
+	r := e.fetch(sessionFetch(e, 13, 0, 0, "last", map[int32]int64{0: 0}))
+	id := r.SessionID
+	if r.ErrorCode != 0 || id == 0 {
+		t.Fatalf("full: %+v", r)
+	}
+	req := sessionFetch(e, 13, id, 1, "last", nil)
+	ft := kmsg.NewFetchRequestForgottenTopic()
+	ft.TopicID, ft.Partitions = e.topics["last"], []int32{0}
+	req.ForgottenTopics = append(req.ForgottenTopics, ft)
+	if r = e.fetch(req); r.ErrorCode != 0 || r.SessionID != 0 || len(r.Topics) != 0 {
+		t.Fatalf("forget all: %+v", r)
+	}
+	if c := e.apis.fetchSessions(); c.Get(id) != nil || c.Len() != 0 || c.Stats().Partitions != 0 {
+		t.Fatalf("session %d still cached (%d sessions, %+v)", id, c.Len(), c.Stats())
+	}
+	if r = e.fetch(sessionFetch(e, 13, id, 2, "last", nil)); r.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("closed session: %+v", r)
+	}
+}
+
+// TestFetchInconsistentTopicID: from v13 a partition whose topic id differs from the
+// hosted partition's is answered INCONSISTENT_TOPIC_ID (ReplicaManager.readFromLocalLog's
+// hasConsistentTopicId), both in a full and in an incremental fetch; an id the metadata
+// cache no longer knows is UNKNOWN_TOPIC_ID; v12 (by name) has no id to check. The case
+// arises when a topic is deleted and re-created under the same name and the metadata
+// cache learns the new id before this broker's old partition goes.
+func TestFetchInconsistentTopicID(t *testing.T) {
+	e := newDataEnv(t)
+	e.createTopic("recreated", 1)
+	e.produce(produceReq(9, 1, 5000, "recreated", 0, valuesBatch(2, 10)))
+	oldID := e.topics["recreated"]
+	newID := [16]byte{0xee, 0x01}
+	part := func(r *kmsg.FetchResponse) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		ps := respParts(r)
+		p, ok := ps[0]
+		if r.ErrorCode != 0 || len(ps) != 1 || !ok {
+			t.Fatalf("response %+v", r)
+		}
+		return p
+	}
+
+	// A session created while the ids agree.
+	r := e.fetch(sessionFetch(e, 13, 0, 0, "recreated", map[int32]int64{0: 0}))
+	if p := part(r); p.ErrorCode != 0 || p.HighWatermark != 2 {
+		t.Fatalf("consistent fetch: %+v", p)
+	}
+	oldSession := r.SessionID
+
+	// The metadata cache now maps the name to a new id; the hosted partition keeps the old.
+	e.topics["recreated"] = newID
+	e.updateMetadataWithLeader("recreated", testBrokerID, []int32{testBrokerID})
+	e.topics["recreated"] = oldID
+
+	for _, v := range []int16{13, 16} {
+		req := sessionFetch(e, v, 0, -1, "recreated", map[int32]int64{0: 0})
+		req.Topics[0].TopicID = newID
+		if p := part(e.fetch(req)); p.ErrorCode != kerr.InconsistentTopicID.Code || len(p.RecordBatches) != 0 {
+			t.Fatalf("v%d new id: error %d, %d record bytes; want INCONSISTENT_TOPIC_ID", v, p.ErrorCode, len(p.RecordBatches))
+		}
+		req = sessionFetch(e, v, 0, -1, "recreated", map[int32]int64{0: 0})
+		if p := part(e.fetch(req)); p.ErrorCode != kerr.UnknownTopicID.Code {
+			t.Fatalf("v%d old id: error %d; want UNKNOWN_TOPIC_ID", v, p.ErrorCode)
+		}
+	}
+	if p := part(e.fetch(sessionFetch(e, 12, 0, -1, "recreated", map[int32]int64{0: 0}))); p.ErrorCode != 0 || p.HighWatermark != 2 {
+		t.Fatalf("v12 by name: %+v", p)
+	}
+
+	// The old session's partition (old id) is now unknown; a new session with the new id
+	// gets the error in the full response and again in every incremental one.
+	if p := part(e.fetch(sessionFetch(e, 13, oldSession, 1, "recreated", nil))); p.ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("old session: error %d", p.ErrorCode)
+	}
+	req := sessionFetch(e, 13, 0, 0, "recreated", map[int32]int64{0: 0})
+	req.Topics[0].TopicID = newID
+	r = e.fetch(req)
+	if p := part(r); p.ErrorCode != kerr.InconsistentTopicID.Code || r.SessionID == 0 {
+		t.Fatalf("new session: %+v", r)
+	}
+	if p := part(e.fetch(sessionFetch(e, 13, r.SessionID, 1, "recreated", nil))); p.ErrorCode != kerr.InconsistentTopicID.Code {
+		t.Fatalf("incremental: error %d", p.ErrorCode)
 	}
 }

@@ -10,10 +10,14 @@ package broker
 // Fetching state are fetched together with replica_id set (ReplicaState at v15+),
 // LastFetchedEpoch (KIP-595 truncate-on-fetch, Kafka 3.7's path), replica.fetch.max.bytes
 // per partition, replica.fetch.response.max.bytes, replica.fetch.wait.max.ms and
-// replica.fetch.min.bytes. Records are appended with the leader's offsets
+// replica.fetch.min.bytes, in an incremental fetch session (KIP-227, fetch_session_handler.go)
+// as RemoteLeaderEndPoint does. Records are appended with the leader's offsets
 // (Log.AppendAsFollower); the follower's HW becomes min(leader HW, own LEO). A diverging
 // epoch in the response truncates (Manager.TruncateTo) to the end of the last common epoch,
-// never to the HW alone. Errors delay the partition by replica.fetch.backoff.ms.
+// never to the HW alone. Errors delay the partition by replica.fetch.backoff.ms; so does a
+// truncation that leaves the partition's fetch position as it was, so that a leader that
+// keeps reporting the same divergence is not asked again in a tight loop (that case logs
+// at Info once, then at Debug).
 //
 // Concurrency: a fetcher's mu (Kafka's partitionMapLock) is held while it processes a
 // response (truncation, append), so once RemoveFetcherForPartitions returns no fetcher
@@ -87,6 +91,14 @@ type fetchState struct {
 	lastFetchedEpoch   int32 // -1: none
 	truncating         bool
 	delayUntil         time.Time
+	lastDivergence     *divergence // the last diverging epoch logged, carried to the next state
+}
+
+// divergence is what a diverging-epoch response said and where it led.
+type divergence struct {
+	epoch      int32
+	endOffset  int64
+	truncateTo int64
 }
 
 type fetcherKey struct {
@@ -216,14 +228,16 @@ type replicaFetcher struct {
 	mu         sync.Mutex // partitionMapLock
 	partitions map[logstore.TopicPartition]*fetchState
 
-	conn *kclient.Conn // only the fetcher goroutine uses it
+	// Only the fetcher goroutine uses these.
+	conn    *kclient.Conn
+	session *fetchSessionHandler
 }
 
 func newReplicaFetcher(m *ReplicaFetcherManager, key fetcherKey) *replicaFetcher {
 	ctx, cancel := context.WithCancel(m.ctx)
+	log := m.log.WithFields(logrus.Fields{"source_broker": key.source, "fetcher_id": key.id})
 	return &replicaFetcher{m: m, key: key, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
-		partitions: map[logstore.TopicPartition]*fetchState{},
-		log:        m.log.WithFields(logrus.Fields{"source_broker": key.source, "fetcher_id": key.id})}
+		partitions: map[logstore.TopicPartition]*fetchState{}, log: log, session: newFetchSessionHandler(key.source, log)}
 }
 
 func (f *replicaFetcher) wakeUp() {
@@ -285,7 +299,9 @@ func (f *replicaFetcher) doWork() time.Duration {
 		}
 	}
 	f.mu.Unlock()
-	if len(truncating) == 0 && len(fetching) == 0 {
+	// A session still holding partitions that are no longer ready must forget them.
+	sessionOpen := len(f.session.session) > 0
+	if len(truncating) == 0 && len(fetching) == 0 && !sessionOpen {
 		if nextDelay < 0 {
 			return time.Hour // nothing to do until a partition is added (wake)
 		}
@@ -299,7 +315,7 @@ func (f *replicaFetcher) doWork() time.Duration {
 	if len(truncating) > 0 {
 		f.maybeTruncate(truncating)
 	}
-	if len(fetching) > 0 {
+	if len(fetching) > 0 || sessionOpen {
 		f.fetch(fetching)
 	}
 	return 0
@@ -329,6 +345,9 @@ func (f *replicaFetcher) ensureConn() error {
 }
 
 func (f *replicaFetcher) request(req kmsg.Request, extra time.Duration) (kmsg.Response, error) {
+	if err := f.ensureConn(); err != nil { // an earlier request of this round broke it
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.SocketTimeout+extra)
 	defer cancel()
 	resp, err := f.conn.Request(ctx, req)
@@ -354,16 +373,29 @@ func (f *replicaFetcher) delayAll(sts []*fetchState) {
 // current reports whether st is still the partition's fetch state. Caller holds f.mu.
 func (f *replicaFetcher) currentLocked(st *fetchState) bool { return f.partitions[st.p.tp] == st }
 
-// replace installs the partition's next fetch state. Caller holds f.mu.
-func (f *replicaFetcher) replaceLocked(st *fetchState, fetchOffset int64, truncating bool) {
+// replaceLocked installs and returns the partition's next fetch state. Caller holds f.mu.
+func (f *replicaFetcher) replaceLocked(st *fetchState, fetchOffset int64, truncating bool) *fetchState {
 	next := &fetchState{p: st.p, topicID: st.topicID, fetchOffset: fetchOffset, currentLeaderEpoch: st.currentLeaderEpoch,
-		lastFetchedEpoch: -1, truncating: truncating}
+		lastFetchedEpoch: -1, truncating: truncating, lastDivergence: st.lastDivergence}
 	if l := st.p.Log(); l != nil {
 		if e, ok := l.LatestEpoch(); ok {
 			next.lastFetchedEpoch = e
 		}
 	}
 	f.partitions[st.p.tp] = next
+	return next
+}
+
+// replaceAfterTruncationLocked installs the state following a truncation from the log's
+// new end. If the partition would then fetch exactly as before (same offset, same last
+// fetched epoch, same phase) the truncation made no progress: the partition waits
+// replica.fetch.backoff.ms instead of asking the leader again at once. Caller holds f.mu.
+func (f *replicaFetcher) replaceAfterTruncationLocked(st *fetchState, complete bool) *fetchState {
+	next := f.replaceLocked(st, st.p.Log().LogEndOffset(), !complete)
+	if next.fetchOffset == st.fetchOffset && next.lastFetchedEpoch == st.lastFetchedEpoch && next.truncating == st.truncating {
+		next.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+	}
+	return next
 }
 
 func (f *replicaFetcher) fields(st *fetchState) logrus.Fields {
@@ -436,7 +468,7 @@ func (f *replicaFetcher) maybeTruncate(sts []*fetchState) {
 				st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
 				continue
 			}
-			f.replaceLocked(st, st.p.Log().LogEndOffset(), !complete)
+			f.replaceAfterTruncationLocked(st, complete)
 		}
 	}
 }
@@ -501,9 +533,33 @@ func (f *replicaFetcher) handlePartitionErrorLocked(st *fetchState, code int16) 
 }
 
 // fetch sends one Fetch for the given partitions and processes the response
-// (processFetchRequest / processPartitionData).
+// (processFetchRequest / processPartitionData). The request is built by the fetch session
+// (buildFetch): full, or incremental with only the partitions added or changed; an
+// incremental response leaves out the partitions with no news, which then have no data.
 func (f *replicaFetcher) fetch(sts []*fetchState) {
 	cfg := f.m.cfg
+	// Connect before building: a built request that is not sent would leave the session's
+	// view of what the leader knows wrong.
+	if err := f.ensureConn(); err != nil {
+		f.log.WithError(err).Info("cannot connect to the leader; backing off")
+		f.delayAll(sts)
+		return
+	}
+	b := f.session.newBuilder()
+	sent := map[logstore.TopicPartition]*fetchState{}
+	for _, st := range sts {
+		l := st.p.Log()
+		if l == nil {
+			continue
+		}
+		b.add(st.p.tp, fetchPartitionData{topicID: st.topicID, fetchOffset: st.fetchOffset, logStartOffset: l.LogStartOffset(),
+			maxBytes: cfg.MaxBytes, currentLeaderEpoch: st.currentLeaderEpoch, lastFetchedEpoch: st.lastFetchedEpoch})
+		sent[st.p.tp] = st
+	}
+	d := b.build()
+	if len(d.session) == 0 && len(d.toForget) == 0 {
+		return
+	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = f.m.rm.cfg.BrokerID
 	req.ReplicaState.ID = f.m.rm.cfg.BrokerID
@@ -511,43 +567,19 @@ func (f *replicaFetcher) fetch(sts []*fetchState) {
 	req.MaxWaitMillis = int32(cfg.MaxWait / time.Millisecond)
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.ResponseMaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1 // sessionless full fetches
-	byTopic := map[string]int{}
-	sent := map[logstore.TopicPartition]*fetchState{}
-	idTopic := map[[16]byte]string{}
-	for _, st := range sts {
-		l := st.p.Log()
-		if l == nil {
-			continue
-		}
-		i, ok := byTopic[st.p.tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[st.p.tp.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = st.p.tp.Topic, st.topicID
-			idTopic[st.topicID] = st.p.tp.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = st.p.tp.Partition
-		rp.CurrentLeaderEpoch = st.currentLeaderEpoch
-		rp.FetchOffset = st.fetchOffset
-		rp.LastFetchedEpoch = st.lastFetchedEpoch
-		rp.LogStartOffset = l.LogStartOffset()
-		rp.PartitionMaxBytes = cfg.MaxBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		sent[st.p.tp] = st
-	}
-	if len(sent) == 0 {
-		return
-	}
 	var freq kmsg.Request = req
-	if _, noID := idTopic[[16]byte{}]; noID {
-		freq = fetchByName{req} // a topic without id (created by an old tool): Fetch v12, by name
+	version := req.MaxVersion()
+	if r, ok := f.conn.Versions(req.Key()); ok {
+		version = min(version, r.Max)
 	}
+	if !d.canUseTopicIDs {
+		freq = fetchByName{req} // a topic without id (created by an old tool): Fetch v12, by name
+		version = min(version, 12)
+	}
+	d.request(req, version)
 	r, err := f.request(freq, cfg.MaxWait)
 	if err != nil {
+		f.session.handleError(err)
 		if f.ctx.Err() == nil {
 			f.log.WithError(err).Info("error sending fetch request; backing off")
 			f.delayAll(sts)
@@ -555,17 +587,24 @@ func (f *replicaFetcher) fetch(sts []*fetchState) {
 		return
 	}
 	resp := r.(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 {
-		f.log.WithField("error", kerr.ErrorForCode(resp.ErrorCode)).Info("fetch request failed; backing off")
-		f.delayAll(sts)
+	if !f.session.handleResponse(resp, req.Version) {
+		// The session reset (handleResponse logged why). A lost session or a wrong epoch is
+		// retried at once with a full fetch, as Kafka does; any other top-level error waits
+		// the backoff (Kafka only does so for FETCH_SESSION_TOPIC_ID_ERROR), so that an error
+		// the leader keeps returning cannot make the fetcher spin.
+		switch resp.ErrorCode {
+		case 0, kerr.FetchSessionIDNotFound.Code, kerr.InvalidFetchSessionEpoch.Code:
+		default:
+			f.delayAll(sts)
+		}
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, t := range resp.Topics {
-		topic := t.Topic
-		if req.Version >= 13 {
-			topic = idTopic[t.TopicID]
+		topic, ok := f.session.topicName(&t, req.Version)
+		if !ok {
+			continue
 		}
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
@@ -597,13 +636,20 @@ func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchRe
 	if rp.DivergingEpoch.EndOffset >= 0 {
 		// truncateOnFetchResponse
 		off, complete := f.offsetTruncationState(st, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
-		f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"diverging_epoch": rp.DivergingEpoch.Epoch,
-			"diverging_end_offset": rp.DivergingEpoch.EndOffset, "truncate_to": off}).Info("leader reported a diverging epoch")
+		div := &divergence{epoch: rp.DivergingEpoch.Epoch, endOffset: rp.DivergingEpoch.EndOffset, truncateTo: off}
+		log := f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"diverging_epoch": div.epoch,
+			"diverging_end_offset": div.endOffset, "truncate_to": off, "log_end_offset": l.LogEndOffset()})
+		if st.lastDivergence != nil && *st.lastDivergence == *div {
+			log.Debug("leader reported a diverging epoch")
+		} else {
+			log.Info("leader reported a diverging epoch")
+		}
+		st.lastDivergence = div
 		if err := f.truncate(st, off); err != nil {
 			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
 			return
 		}
-		f.replaceLocked(st, l.LogEndOffset(), !complete)
+		f.replaceAfterTruncationLocked(st, complete)
 		return
 	}
 	next := st.fetchOffset
@@ -635,7 +681,7 @@ func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchRe
 		}
 	}
 	if next != st.fetchOffset {
-		f.replaceLocked(st, next, false)
+		f.replaceLocked(st, next, false).lastDivergence = nil // progress: a later divergence is news
 	}
 }
 
