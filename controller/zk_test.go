@@ -6,11 +6,8 @@ package controller
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-kafka/samsa/internal/kafkatest"
 	"github.com/samsa-kafka/samsa/internal/zktest"
 	"github.com/samsa-kafka/samsa/zkmeta"
 )
@@ -206,104 +204,44 @@ func winnerIDOf(c *Controller) int32 { return c.cfg.BrokerID }
 // recordingBroker is a tiny Kafka-protocol server that answers ApiVersions (Kafka 3.7's
 // controller API ranges), LeaderAndIsr, UpdateMetadata and StopReplica, recording requests.
 type recordingBroker struct {
-	ln    net.Listener
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	reqs  []kmsg.Request
-	conns []net.Conn
+	srv  *kafkatest.Server
+	mu   sync.Mutex
+	reqs []kmsg.Request
 }
 
 func newRecordingBroker(t *testing.T) *recordingBroker {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &recordingBroker{ln: ln}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b.mu.Lock()
-			b.conns = append(b.conns, nc)
-			b.mu.Unlock()
-			b.wg.Add(1)
-			go func() { defer b.wg.Done(); b.serve(nc) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		b.mu.Lock()
-		for _, c := range b.conns {
-			c.Close()
-		}
-		b.mu.Unlock()
-		b.wg.Wait()
-	})
+	b := &recordingBroker{}
+	b.srv = kafkatest.NewServer(t, b.answer)
 	return b
 }
 
-func (b *recordingBroker) port() int32 { return int32(b.ln.Addr().(*net.TCPAddr).Port) }
+func (b *recordingBroker) port() int32 { return b.srv.Port() }
 
-func (b *recordingBroker) serve(nc net.Conn) {
-	for {
-		var sz [4]byte
-		if _, err := io.ReadFull(nc, sz[:]); err != nil {
-			return
+// answer records the controller's requests and acknowledges each; anything else gets no
+// answer.
+func (b *recordingBroker) answer(key, version int16, req kmsg.Request) kmsg.Response {
+	var resp kmsg.Response
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		av := kmsg.NewPtrApiVersionsResponse()
+		for _, k := range [][3]int16{{18, 0, 3}, {4, 0, 7}, {5, 0, 4}, {6, 0, 8}} {
+			av.ApiKeys = append(av.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k[0], MinVersion: k[1], MaxVersion: k[2]})
 		}
-		buf := make([]byte, binary.BigEndian.Uint32(sz[:]))
-		if _, err := io.ReadFull(nc, buf); err != nil {
-			return
-		}
-		key, version := int16(binary.BigEndian.Uint16(buf)), int16(binary.BigEndian.Uint16(buf[2:]))
-		corr := buf[4:8]
-		idLen := int16(binary.BigEndian.Uint16(buf[8:]))
-		body := buf[10:]
-		if idLen > 0 {
-			body = body[idLen:]
-		}
-		req := kmsg.RequestForKey(key)
-		req.SetVersion(version)
-		if req.IsFlexible() {
-			body = body[1:]
-		}
-		if err := req.ReadFrom(body); err != nil {
-			return
-		}
-		var resp kmsg.Response
-		switch r := req.(type) {
-		case *kmsg.ApiVersionsRequest:
-			av := kmsg.NewPtrApiVersionsResponse()
-			for _, k := range [][3]int16{{18, 0, 3}, {4, 0, 7}, {5, 0, 4}, {6, 0, 8}} {
-				av.ApiKeys = append(av.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k[0], MinVersion: k[1], MaxVersion: k[2]})
-			}
-			resp = av
-		case *kmsg.LeaderAndISRRequest:
-			resp = r.ResponseKind()
-		case *kmsg.UpdateMetadataRequest:
-			resp = r.ResponseKind()
-		case *kmsg.StopReplicaRequest:
-			resp = r.ResponseKind()
-		default:
-			return
-		}
-		b.mu.Lock()
-		b.reqs = append(b.reqs, req)
-		b.mu.Unlock()
-		resp.SetVersion(version)
-		out := append([]byte{0, 0, 0, 0}, corr...)
-		if resp.IsFlexible() && key != 18 {
-			out = append(out, 0)
-		}
-		out = resp.AppendTo(out)
-		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-		if _, err := nc.Write(out); err != nil {
-			return
-		}
+		resp = av
+	case *kmsg.LeaderAndISRRequest:
+		resp = r.ResponseKind()
+	case *kmsg.UpdateMetadataRequest:
+		resp = r.ResponseKind()
+	case *kmsg.StopReplicaRequest:
+		resp = r.ResponseKind()
+	default:
+		return nil
 	}
+	b.mu.Lock()
+	b.reqs = append(b.reqs, req)
+	b.mu.Unlock()
+	resp.SetVersion(version)
+	return resp
 }
 
 // leaderAndIsr returns the latest state of tp this broker was sent in a LeaderAndIsr.

@@ -56,17 +56,23 @@ func kgoProduce(t testing.TB, c *Cluster, topic string, n int, codec kgo.Compres
 	return kgoProduceFrom(t, c, topic, 0, n, codec, oneByOne)
 }
 
-// kgoProduceFrom produces test records first..first+n-1.
+// kgoProduceFrom produces test records first..first+n-1 with acks=1, idempotence off.
 func kgoProduceFrom(t testing.TB, c *Cluster, topic string, first, n int, codec kgo.CompressionCodec, oneByOne bool) []record {
 	t.Helper()
-	cl, err := kgo.NewClient(
+	return kgoProduceWith(t, c, topic, first, n, oneByOne, nil,
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(codec))
+}
+
+// kgoProduceWith produces test records first..first+n-1 through a kgo client with opts
+// (on top of the seed brokers, topic and test logger), one at a time when oneByOne; check,
+// if set, vets each acknowledged record. Every record must be acknowledged and pass.
+func kgoProduceWith(t testing.TB, c *Cluster, topic string, first, n int, oneByOne bool, check func(*kgo.Record) error, opts ...kgo.Opt) []record {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(c.Bootstrap()...),
 		kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.LeaderAck()),
-		kgo.DisableIdempotentWrite(),
-		kgo.ProducerBatchCompression(codec),
 		kgo.WithLogger(kgoTestLogger(t)),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +95,18 @@ func kgoProduceFrom(t testing.TB, c *Cluster, topic string, first, n int, codec 
 			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 				t.Fatalf("kgo: produce record %d: %v", i, err)
 			}
+			if check != nil {
+				if err := check(r); err != nil {
+					t.Fatalf("kgo: record %d: %v", i, err)
+				}
+			}
 			sent[i].Partition, sent[i].Offset = r.Partition, r.Offset
 			continue
 		}
 		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			if err == nil && check != nil {
+				err = check(r)
+			}
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -116,6 +130,13 @@ func kgoProduceFrom(t testing.TB, c *Cluster, topic string, first, n int, codec 
 // kgoConsume reads the topic from the start (no group) until it has n records.
 func kgoConsume(t testing.TB, c *Cluster, topic string, n int) []record {
 	t.Helper()
+	got, _ := kgoConsumeWithProducerIDs(t, c, topic, n)
+	return got
+}
+
+// kgoConsumeWithProducerIDs is kgoConsume that also collects the batches' producer ids.
+func kgoConsumeWithProducerIDs(t testing.TB, c *Cluster, topic string, n int) ([]record, map[int64]bool) {
+	t.Helper()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(c.Bootstrap()...),
 		kgo.ConsumeTopics(topic),
@@ -128,6 +149,7 @@ func kgoConsume(t testing.TB, c *Cluster, topic string, n int) []record {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	ids := map[int64]bool{}
 	var got []record
 	for len(got) < n {
 		fs := cl.PollFetches(ctx)
@@ -145,7 +167,8 @@ func kgoConsume(t testing.TB, c *Cluster, topic string, n int) []record {
 				g.Headers = append(g.Headers, header{h.Key, string(h.Value)})
 			}
 			got = append(got, g)
+			ids[r.ProducerID] = true
 		})
 	}
-	return got
+	return got, ids
 }

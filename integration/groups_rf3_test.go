@@ -8,7 +8,6 @@ package integration
 // must load the committed offsets. Helpers here are prefixed rf3.
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -40,37 +39,7 @@ type rf3Claim struct {
 	at        time.Time
 }
 
-// rf3Handler is saramaHandler plus a record of each claim's starting offset.
-type rf3Handler struct {
-	name string
-	o    *ownership
-
-	mu     *sync.Mutex
-	claims *[]rf3Claim
-}
-
-func (h *rf3Handler) Setup(sarama.ConsumerGroupSession) error   { return nil }
-func (h *rf3Handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
-func (h *rf3Handler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
-	h.mu.Lock()
-	*h.claims = append(*h.claims, rf3Claim{h.name, c.Partition(), c.InitialOffset(), time.Now()})
-	h.mu.Unlock()
-	h.o.claim(h.name, c.Partition())
-	defer h.o.release(h.name, c.Partition())
-	for {
-		select {
-		case m, ok := <-c.Messages():
-			if !ok {
-				return nil
-			}
-			h.o.consumed(h.name, m.Partition, m.Offset)
-			s.MarkMessage(m, "")
-		case <-s.Context().Done():
-			return nil
-		}
-	}
-}
-
+// rf3Group is what one group's members record: ownership, and every claim started.
 type rf3Group struct {
 	o      *ownership
 	mu     sync.Mutex
@@ -89,61 +58,32 @@ func (g *rf3Group) claimsSince(t time.Time) []rf3Claim {
 	return out
 }
 
+// startMember starts a sarama member (the shared member config, with 2 s metadata
+// refreshes and dial timeouts) that records each claim it starts in g.claims.
 func (g *rf3Group) startMember(t *testing.T, c *Cluster, groupID, topic, name string) *saramaMember {
 	t.Helper()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_7_0_0
-	cfg.ClientID = name
-	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	cfg.Consumer.Offsets.AutoCommit.Interval = 200 * time.Millisecond
-	cfg.Consumer.Group.Session.Timeout = 3 * time.Second
-	cfg.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
-	cfg.Consumer.Group.Rebalance.Timeout = 10 * time.Second
-	cfg.Consumer.Return.Errors = false
-	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond
+	cfg := saramaMemberConfig(name, &sarama.V3_7_0_0)
 	cfg.Metadata.RefreshFrequency = 2 * time.Second
 	cfg.Net.DialTimeout = 2 * time.Second
-	d := &cuttableDialer{}
-	cfg.Net.Proxy.Enable, cfg.Net.Proxy.Dialer = true, d
-	sg, err := sarama.NewConsumerGroup(c.Bootstrap(), groupID, cfg)
-	if err != nil {
-		t.Fatalf("sarama consumer group %s: %v", name, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &saramaMember{name: name, group: sg, dialer: d, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		h := &rf3Handler{name: name, o: g.o, mu: &g.mu, claims: &g.claims}
-		for ctx.Err() == nil {
-			if err := sg.Consume(ctx, []string{topic}, h); err != nil && ctx.Err() == nil {
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
-	}()
-	t.Cleanup(m.stop)
-	return m
+	h := &saramaHandler{name: name, o: g.o, onClaim: func(cl sarama.ConsumerGroupClaim) {
+		g.mu.Lock()
+		g.claims = append(g.claims, rf3Claim{name, cl.Partition(), cl.InitialOffset(), time.Now()})
+		g.mu.Unlock()
+	}}
+	return runSaramaMember(t, c, groupID, topic, cfg, h)
 }
 
-// rf3Missing counts acknowledged records the group has not consumed.
-func rf3Missing(o *ownership, acked []replAck) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	n := 0
-	for _, a := range acked {
-		if o.seen[[2]int64{int64(a.partition), a.offset}] == 0 {
-			n++
-		}
-	}
-	return n
-}
-
+// rf3WaitConsumed waits until the group consumed every record rp has had acknowledged.
 func rf3WaitConsumed(t *testing.T, o *ownership, rp *replProducer, timeout time.Duration) {
 	t.Helper()
 	rp.mu.Lock()
-	acked := append([]replAck(nil), rp.acked...)
+	acked := make([]record, len(rp.acked))
+	for i, a := range rp.acked {
+		acked[i] = record{Partition: a.partition, Offset: a.offset}
+	}
 	rp.mu.Unlock()
 	waitFor(t, timeout, func() error {
-		if n := rf3Missing(o, acked); n > 0 {
+		if n := o.missing(acked); n > 0 {
 			return fmt.Errorf("%d of %d acknowledged records not consumed yet", n, len(acked))
 		}
 		return nil
@@ -205,6 +145,26 @@ func rf3OffsetsPartition(groupID string) int32 {
 	return h % rf3OffsetsPartitions
 }
 
+// rf3Start starts three broker processes (rf3Props), topic with 6 partitions and
+// replication factor 3, a producer (acks=all) writing to it, and members member-a, -b and
+// -c of groupID; it returns once each member owns two partitions and every
+// __consumer_offsets partition has its 3 replicas in sync.
+func rf3Start(t *testing.T, topic, groupID string) (*Cluster, *replProducer, *rf3Group, []*saramaMember) {
+	t.Helper()
+	c := StartCluster(t, ClusterConfig{Brokers: 3, Process: true, Props: rf3Props()})
+	createTopic(t, c, topic, 6, 3, nil)
+	rp := startReplProducer(t, c, topic, 0, 2*time.Millisecond)
+	g := &rf3Group{o: newOwnership()}
+	var members []*saramaMember
+	for _, name := range []string{"member-a", "member-b", "member-c"} {
+		members = append(members, g.startMember(t, c, groupID, topic, name))
+	}
+	waitOwners(t, g.o, "member-a", "member-b", "member-c")
+	t.Logf("3 members: %s", assignmentString(g.o.owners()))
+	replWaitFullISR(t, c, "__consumer_offsets", rf3OffsetsPartitions, 3, 30*time.Second)
+	return c, rp, g, members
+}
+
 // TestSaramaConsumerGroupRF3: three sarama members over six partitions with replication
 // factor 3 everywhere, on broker processes, consuming while a producer writes; one member
 // leaves cleanly, then one crashes (its connections cut, as in groups_test.go): each
@@ -212,17 +172,9 @@ func rf3OffsetsPartition(groupID string) int32 {
 // acknowledged record is consumed and everything consumed ends up committed.
 func TestSaramaConsumerGroupRF3(t *testing.T) {
 	start := time.Now()
-	c := StartCluster(t, ClusterConfig{Brokers: 3, Process: true, Props: rf3Props()})
 	const topic, groupID = "groups-rf3", "sarama-rf3"
-	createTopic(t, c, topic, 6, 3, nil)
-	rp := startReplProducer(t, c, topic, 0, 2*time.Millisecond)
-	g := &rf3Group{o: newOwnership()}
-	g.startMember(t, c, groupID, topic, "member-a")
-	m2 := g.startMember(t, c, groupID, topic, "member-b")
-	m3 := g.startMember(t, c, groupID, topic, "member-c")
-	waitOwners(t, g.o, "member-a", "member-b", "member-c")
-	t.Logf("3 members: %s", assignmentString(g.o.owners()))
-	replWaitFullISR(t, c, "__consumer_offsets", rf3OffsetsPartitions, 3, 30*time.Second)
+	c, rp, g, members := rf3Start(t, topic, groupID)
+	m2, m3 := members[1], members[2]
 	time.Sleep(time.Second) // consume while producing
 	m3.stop()               // a clean leave while producing: the two others take over
 	waitOwners(t, g.o, "member-a", "member-b")
@@ -244,15 +196,7 @@ func TestSaramaConsumerGroupRF3(t *testing.T) {
 	for _, a := range rp.acked {
 		ends[a.partition] = max(ends[a.partition], a.offset+1)
 	}
-	waitFor(t, 30*time.Second, func() error {
-		committed := committedOffsets(t, c, groupID, topic)
-		for p, end := range ends {
-			if committed[p] != end {
-				return fmt.Errorf("partition %d: committed %d, want %d", p, committed[p], end)
-			}
-		}
-		return nil
-	})
+	waitCommitted(t, c, groupID, topic, ends)
 	t.Logf("%d records produced with acks=all and consumed (%d duplicates) in %v", len(rp.acked), g.o.duplicates(),
 		time.Since(start).Round(time.Millisecond))
 }
@@ -264,16 +208,8 @@ func TestSaramaConsumerGroupRF3(t *testing.T) {
 // seen before the kill, and every acknowledged record is consumed.
 func TestSaramaGroupCoordinatorFailoverRF3(t *testing.T) {
 	start := time.Now()
-	c := StartCluster(t, ClusterConfig{Brokers: 3, Process: true, Props: rf3Props()})
 	const topic, groupID = "groups-rf3-failover", "sarama-rf3-failover"
-	createTopic(t, c, topic, 6, 3, nil)
-	rp := startReplProducer(t, c, topic, 0, 2*time.Millisecond)
-	g := &rf3Group{o: newOwnership()}
-	g.startMember(t, c, groupID, topic, "member-a")
-	g.startMember(t, c, groupID, topic, "member-b")
-	g.startMember(t, c, groupID, topic, "member-c")
-	waitOwners(t, g.o, "member-a", "member-b", "member-c")
-	replWaitFullISR(t, c, "__consumer_offsets", rf3OffsetsPartitions, 3, 30*time.Second)
+	c, rp, g, _ := rf3Start(t, topic, groupID)
 	replWaitFullISR(t, c, topic, 6, 3, 30*time.Second)
 
 	offsetsPartition := rf3OffsetsPartition(groupID)

@@ -132,14 +132,20 @@ func (o *ownership) duplicates() int {
 	return n
 }
 
+// saramaHandler records each claim, and each record consumed, in o; it marks what it
+// consumed for sarama's auto-commit.
 type saramaHandler struct {
-	name string
-	o    *ownership
+	name    string
+	o       *ownership
+	onClaim func(sarama.ConsumerGroupClaim) // optional: called as each claim starts
 }
 
 func (h *saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
 func (h *saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 func (h *saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	if h.onClaim != nil {
+		h.onClaim(c)
+	}
 	h.o.claim(h.name, c.Partition())
 	defer h.o.release(h.name, c.Partition())
 	for {
@@ -200,6 +206,12 @@ func startSaramaMember(t *testing.T, c *Cluster, groupID, topic, name string, o 
 // startSaramaMemberVersion starts a member with sarama's Config.Version set to v (nil: sarama's default).
 func startSaramaMemberVersion(t *testing.T, c *Cluster, groupID, topic, name string, o *ownership, v *sarama.KafkaVersion) *saramaMember {
 	t.Helper()
+	return runSaramaMember(t, c, groupID, topic, saramaMemberConfig(name, v), &saramaHandler{name: name, o: o})
+}
+
+// saramaMemberConfig is the group members' config: 3 s sessions, 300 ms heartbeats,
+// auto-commit every 200 ms, from the oldest offset when nothing is committed.
+func saramaMemberConfig(name string, v *sarama.KafkaVersion) *sarama.Config {
 	cfg := sarama.NewConfig()
 	if v != nil {
 		cfg.Version = *v
@@ -212,6 +224,14 @@ func startSaramaMemberVersion(t *testing.T, c *Cluster, groupID, topic, name str
 	cfg.Consumer.Group.Rebalance.Timeout = 10 * time.Second
 	cfg.Consumer.Return.Errors = false
 	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond
+	return cfg
+}
+
+// runSaramaMember joins groupID with cfg (its ClientID names the member) through a
+// cuttableDialer and consumes topic with h until stopped; the test's end stops it.
+func runSaramaMember(t *testing.T, c *Cluster, groupID, topic string, cfg *sarama.Config, h sarama.ConsumerGroupHandler) *saramaMember {
+	t.Helper()
+	name := cfg.ClientID
 	d := &cuttableDialer{}
 	cfg.Net.Proxy.Enable, cfg.Net.Proxy.Dialer = true, d
 	g, err := sarama.NewConsumerGroup(c.Bootstrap(), groupID, cfg)
@@ -222,7 +242,6 @@ func startSaramaMemberVersion(t *testing.T, c *Cluster, groupID, topic, name str
 	m := &saramaMember{name: name, group: g, dialer: d, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		h := &saramaHandler{name: name, o: o}
 		for ctx.Err() == nil {
 			if err := g.Consume(ctx, []string{topic}, h); err != nil && ctx.Err() == nil {
 				time.Sleep(100 * time.Millisecond)
@@ -362,6 +381,12 @@ func waitCommittedEnds(t *testing.T, c *Cluster, groupID, topic string, sent []r
 	for _, r := range sent {
 		ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
 	}
+	waitCommitted(t, c, groupID, topic, ends)
+}
+
+// waitCommitted waits until the group's committed offsets are ends (partition → offset).
+func waitCommitted(t *testing.T, c *Cluster, groupID, topic string, ends map[int32]int64) {
+	t.Helper()
 	waitFor(t, 30*time.Second, func() error {
 		committed := committedOffsets(t, c, groupID, topic)
 		for p, end := range ends {

@@ -102,86 +102,16 @@ func TestIdempotentProducers(t *testing.T) {
 }
 
 // kgoProduceIdempotent produces with kgo's defaults for idempotence (acks=all,
-// MaxProduceRequestsInflightPerBroker 5 with idempotence on), async.
+// MaxProduceRequestsInflightPerBroker 5 with idempotence on), async; every record must be
+// acknowledged with a producer id.
 func kgoProduceIdempotent(t testing.TB, c *Cluster, topic string, n int) []record {
 	t.Helper()
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(c.Bootstrap()...),
-		kgo.DefaultProduceTopic(topic),
-		kgo.WithLogger(kgoTestLogger(t)),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	base := time.Now()
-	sent := make([]record, n)
-	var errs []error
-	for i := range n {
-		sent[i] = testRecord("kgo", i, base)
-		r := &kgo.Record{Key: sent[i].Key, Value: sent[i].Value, Timestamp: sent[i].Timestamp}
-		for _, h := range sent[i].Headers {
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
+	return kgoProduceWith(t, c, topic, 0, n, false, func(r *kgo.Record) error {
+		if r.ProducerID < 0 {
+			return errors.New("record acknowledged without a producer id")
 		}
-		cl.Produce(ctx, r, func(r *kgo.Record, err error) { // callbacks run serially
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			if r.ProducerID < 0 {
-				errs = append(errs, errors.New("record acknowledged without a producer id"))
-			}
-			sent[i].Partition, sent[i].Offset = r.Partition, r.Offset
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		t.Fatalf("kgo: flush: %v", err)
-	}
-	if len(errs) > 0 {
-		t.Fatalf("kgo: %d of %d records failed; first: %v", len(errs), n, errs[0])
-	}
-	return sent
-}
-
-// kgoConsumeWithProducerIDs is kgoConsume that also collects the batches' producer ids.
-func kgoConsumeWithProducerIDs(t testing.TB, c *Cluster, topic string, n int) ([]record, map[int64]bool) {
-	t.Helper()
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(c.Bootstrap()...),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.WithLogger(kgoTestLogger(t)),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ids := map[int64]bool{}
-	var got []record
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("kgo: consumed %d of %d records after 2m", len(got), n)
-		}
-		fs.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("kgo: fetch %s-%d: %v", topic, p, err)
-			}
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			g := record{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
-			for _, h := range r.Headers {
-				g.Headers = append(g.Headers, header{h.Key, string(h.Value)})
-			}
-			got = append(got, g)
-			ids[r.ProducerID] = true
-		})
-	}
-	return got, ids
+		return nil
+	})
 }
 
 // TestIdempotentStateSurvivesKill: many producers (raw Produce requests with chosen producer

@@ -95,54 +95,8 @@ func TestOpsReassignUnderLoad(t *testing.T) {
 	}
 	waitLeaders(t, c, "mv", 1)
 
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_7_0_0
-	cfg.ClientID = "samsa-it-reassign"
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Retry.Max = 20
-	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
-	p, err := sarama.NewSyncProducer(c.Bootstrap(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		acked []record
-		perr  error
-	)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		base := time.Now()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			r := testRecord("sarama", i, base)
-			part, off, err := p.SendMessage(saramaMessage("mv", r, i))
-			mu.Lock()
-			if err != nil {
-				perr = fmt.Errorf("record %d: %w", i, err)
-				mu.Unlock()
-				return
-			}
-			r.Partition, r.Offset = part, off
-			acked = append(acked, r)
-			mu.Unlock()
-		}
-	}()
-	waitFor(t, 20*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(acked) < 200 {
-			return fmt.Errorf("%d acked", len(acked))
-		}
-		return nil
-	})
+	prod := startOpsProducer(t, c, "mv", "samsa-it-reassign", 20, 0)
+	prod.waitAcked(t, 200, 20*time.Second)
 
 	dir := t.TempDir()
 	plan := filepath.Join(dir, "plan.json")
@@ -160,26 +114,8 @@ func TestOpsReassignUnderLoad(t *testing.T) {
 		return nil
 	})
 	// Keep producing a little after the move, then stop.
-	mu.Lock()
-	n0 := len(acked)
-	mu.Unlock()
-	waitFor(t, 20*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if perr != nil {
-			return nil
-		}
-		if len(acked) < n0+100 {
-			return fmt.Errorf("%d acked after the move", len(acked)-n0)
-		}
-		return nil
-	})
-	close(stop)
-	<-done
-	p.Close()
-	if perr != nil {
-		t.Fatalf("sarama acks=all producer saw an error: %v", perr)
-	}
+	prod.waitAcked(t, prod.count()+100, 20*time.Second)
+	acked := prod.close(t)
 	data, _, _ := c.ZKGet("/brokers/topics/mv")
 	var tz struct {
 		Partitions map[string][]int32 `json:"partitions"`
@@ -381,54 +317,8 @@ func TestOpsControlledShutdownAndPreferredReturn(t *testing.T) {
 		t.Fatalf("broker %d is preferred for %d of %d partitions", victim.ID, led, parts)
 	}
 
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_7_0_0
-	cfg.ClientID = "samsa-it-controlled-shutdown"
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Retry.Max = 30
-	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
-	cfg.Metadata.RefreshFrequency = time.Second
-	prod, err := sarama.NewSyncProducer(c.Bootstrap(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		acked []record
-		perr  error
-	)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		base := time.Now()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			r := testRecord("sarama", i, base)
-			part, off, err := prod.SendMessage(saramaMessage("cs", r, i))
-			mu.Lock()
-			if err != nil {
-				perr = fmt.Errorf("record %d: %w", i, err)
-				mu.Unlock()
-				return
-			}
-			r.Partition, r.Offset = part, off
-			acked = append(acked, r)
-			mu.Unlock()
-		}
-	}()
-	waitFor(t, 20*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(acked) < 100 {
-			return fmt.Errorf("%d acked", len(acked))
-		}
-		return nil
-	})
+	prod := startOpsProducer(t, c, "cs", "samsa-it-controlled-shutdown", 30, time.Second)
+	prod.waitAcked(t, 100, 20*time.Second)
 
 	// SIGTERM: leadership must have moved while the process still runs.
 	var movedAt time.Time
@@ -458,17 +348,7 @@ func TestOpsControlledShutdownAndPreferredReturn(t *testing.T) {
 	if movedAt.IsZero() || !movedAt.Before(exitedAt) {
 		t.Fatalf("leadership moved at %v, process exited at %v", movedAt, exitedAt)
 	}
-	mu.Lock()
-	n0 := len(acked)
-	mu.Unlock()
-	waitFor(t, 20*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if perr != nil || len(acked) >= n0+100 {
-			return nil
-		}
-		return fmt.Errorf("%d acked since the shutdown", len(acked)-n0)
-	})
+	prod.waitAcked(t, prod.count()+100, 20*time.Second)
 
 	// The broker returns: the auto rebalance gives it its preferred leaderships back.
 	victim.Restart()
@@ -484,13 +364,108 @@ func TestOpsControlledShutdownAndPreferredReturn(t *testing.T) {
 		}
 		return nil
 	})
-	close(stop)
-	<-done
-	prod.Close()
-	if perr != nil {
-		t.Fatalf("sarama acks=all producer saw a non-retriable error: %v", perr)
+	checkAcked(t, c, "cs", prod.close(t))
+}
+
+// opsProducer sends test records one at a time through a sarama SyncProducer (acks=all)
+// until closed or until a send fails after its retries, keeping every acknowledged record.
+type opsProducer struct {
+	p          sarama.SyncProducer
+	stop, done chan struct{}
+	closeOnce  sync.Once
+
+	mu    sync.Mutex
+	acked []record
+	err   error // the first failed send; the producer stops there
+}
+
+// startOpsProducer starts producing to topic with retries retries 100 ms apart and, if
+// metadataRefresh is not 0, that metadata refresh interval. The test's end stops it.
+func startOpsProducer(t *testing.T, c *Cluster, topic, clientID string, retries int, metadataRefresh time.Duration) *opsProducer {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_7_0_0
+	cfg.ClientID = clientID
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Retry.Max = retries
+	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
+	if metadataRefresh != 0 {
+		cfg.Metadata.RefreshFrequency = metadataRefresh
 	}
-	checkAcked(t, c, "cs", acked)
+	p, err := sarama.NewSyncProducer(c.Bootstrap(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &opsProducer{p: p, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(op.done)
+		base := time.Now()
+		for i := 0; ; i++ {
+			select {
+			case <-op.stop:
+				return
+			default:
+			}
+			r := testRecord("sarama", i, base)
+			part, off, err := p.SendMessage(saramaMessage(topic, r, i))
+			op.mu.Lock()
+			if err != nil {
+				op.err = fmt.Errorf("record %d: %w", i, err)
+				op.mu.Unlock()
+				return
+			}
+			r.Partition, r.Offset = part, off
+			op.acked = append(op.acked, r)
+			op.mu.Unlock()
+		}
+	}()
+	t.Cleanup(op.stopProducing)
+	return op
+}
+
+func (op *opsProducer) count() int {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return len(op.acked)
+}
+
+// waitAcked waits until n records are acknowledged; a failed send fails the test.
+func (op *opsProducer) waitAcked(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, func() error {
+		op.mu.Lock()
+		defer op.mu.Unlock()
+		if op.err != nil || len(op.acked) >= n {
+			return nil
+		}
+		return fmt.Errorf("%d records acked, waiting for %d", len(op.acked), n)
+	})
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.err != nil {
+		t.Fatalf("sarama acks=all producer saw a non-retriable error: %v", op.err)
+	}
+}
+
+func (op *opsProducer) stopProducing() {
+	op.closeOnce.Do(func() {
+		close(op.stop)
+		<-op.done
+		op.p.Close()
+	})
+}
+
+// close stops producing and returns the acknowledged records; a failed send fails the test.
+func (op *opsProducer) close(t *testing.T) []record {
+	t.Helper()
+	op.stopProducing()
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.err != nil {
+		t.Fatalf("sarama acks=all producer saw a non-retriable error: %v", op.err)
+	}
+	return op.acked
 }
 
 // checkAcked reads topic from the start until every acknowledged record's offset is covered

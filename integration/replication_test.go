@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,14 +34,11 @@ type replAck struct {
 	value     string
 }
 
-// replProducer is a sarama AsyncProducer (acks=all, MaxOpenRequests=1) writing keyed,
-// numbered records until stopped.
+// replProducer writes numbered, keyed records until closed, recording each acknowledgment
+// (partition, offset, value) in acknowledgment order.
 type replProducer struct {
-	id       int
-	p        sarama.AsyncProducer
-	stop     chan struct{}
-	feedDone chan struct{}
-	collDone chan struct{}
+	id    int
+	close func() // stops feeding, flushes and waits for every outstanding answer
 
 	mu     sync.Mutex
 	acked  []replAck // in acknowledgment order
@@ -50,72 +46,19 @@ type replProducer struct {
 	first  error
 }
 
-func startReplProducer(t *testing.T, c *Cluster, topic string, id int, interval time.Duration) *replProducer {
-	t.Helper()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_7_0_0
-	cfg.ClientID = fmt.Sprintf("repl-producer-%d", id)
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.Idempotent = false
-	cfg.Producer.Retry.Max = 40
-	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
-	cfg.Producer.Timeout = 10 * time.Second
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Return.Errors = true
-	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
-	cfg.Metadata.RefreshFrequency = 2 * time.Second
-	p, err := sarama.NewAsyncProducer(c.Bootstrap(), cfg)
-	if err != nil {
-		t.Fatalf("sarama producer: %v", err)
+func (rp *replProducer) ack(a replAck) {
+	rp.mu.Lock()
+	rp.acked = append(rp.acked, a)
+	rp.mu.Unlock()
+}
+
+func (rp *replProducer) fail(err error) {
+	rp.mu.Lock()
+	rp.failed++
+	if rp.first == nil {
+		rp.first = err
 	}
-	rp := &replProducer{id: id, p: p, stop: make(chan struct{}), feedDone: make(chan struct{}), collDone: make(chan struct{})}
-	go func() {
-		defer close(rp.feedDone)
-		for seq := 0; ; seq++ {
-			v := fmt.Sprintf("p%d-%09d", id, seq)
-			m := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder("key-" + strconv.Itoa(seq%97)),
-				Value: sarama.StringEncoder(v), Metadata: v}
-			select {
-			case <-rp.stop:
-				return
-			case p.Input() <- m:
-			}
-			select {
-			case <-rp.stop:
-				return
-			case <-time.After(interval):
-			}
-		}
-	}()
-	go func() {
-		defer close(rp.collDone)
-		succ, errs := p.Successes(), p.Errors()
-		for succ != nil || errs != nil {
-			select {
-			case m, ok := <-succ:
-				if !ok {
-					succ = nil
-					continue
-				}
-				rp.mu.Lock()
-				rp.acked = append(rp.acked, replAck{m.Partition, m.Offset, m.Metadata.(string)})
-				rp.mu.Unlock()
-			case e, ok := <-errs:
-				if !ok {
-					errs = nil
-					continue
-				}
-				rp.mu.Lock()
-				rp.failed++
-				if rp.first == nil {
-					rp.first = e.Err
-				}
-				rp.mu.Unlock()
-			}
-		}
-	}()
-	return rp
+	rp.mu.Unlock()
 }
 
 func (rp *replProducer) ackedCount() int {
@@ -124,12 +67,88 @@ func (rp *replProducer) ackedCount() int {
 	return len(rp.acked)
 }
 
-// close stops feeding, flushes and waits for every outstanding answer.
-func (rp *replProducer) close() {
-	close(rp.stop)
-	<-rp.feedDone
-	rp.p.AsyncClose()
-	<-rp.collDone
+// replValue is record seq of producer id: unique across producers and sequences.
+func replValue(id, seq int) string { return fmt.Sprintf("p%d-%09d", id, seq) }
+
+// replKey spreads records over the partitions, 97 keys per producer.
+func replKey(seq int) string { return "key-" + strconv.Itoa(seq%97) }
+
+// startReplProducer: a sarama AsyncProducer, acks=all, MaxOpenRequests=1, not idempotent.
+func startReplProducer(t *testing.T, c *Cluster, topic string, id int, interval time.Duration) *replProducer {
+	return startSaramaReplProducer(t, c, topic, id, interval, false)
+}
+
+// startSaramaReplProducer: a sarama AsyncProducer (acks=all, MaxOpenRequests=1, which
+// sarama requires for Producer.Idempotent) sending a record every interval.
+func startSaramaReplProducer(t *testing.T, c *Cluster, topic string, id int, interval time.Duration, idempotent bool) *replProducer {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_7_0_0
+	cfg.ClientID = fmt.Sprintf("repl-producer-%d", id)
+	if idempotent {
+		cfg.ClientID = fmt.Sprintf("idem-producer-%d", id)
+	}
+	cfg.Producer.Idempotent = idempotent
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Retry.Max = 40
+	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
+	cfg.Producer.Timeout = 10 * time.Second
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
+	cfg.Metadata.RefreshFrequency = 2 * time.Second
+	sp, err := sarama.NewAsyncProducer(c.Bootstrap(), cfg)
+	if err != nil {
+		t.Fatalf("sarama producer (idempotent=%v): %v", idempotent, err)
+	}
+	rp := &replProducer{id: id}
+	stop, feedDone, collDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(feedDone)
+		for seq := 0; ; seq++ {
+			v := replValue(id, seq)
+			m := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(replKey(seq)),
+				Value: sarama.StringEncoder(v), Metadata: v}
+			select {
+			case <-stop:
+				return
+			case sp.Input() <- m:
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+	go func() {
+		defer close(collDone)
+		succ, errs := sp.Successes(), sp.Errors()
+		for succ != nil || errs != nil {
+			select {
+			case m, ok := <-succ:
+				if !ok {
+					succ = nil
+					continue
+				}
+				rp.ack(replAck{m.Partition, m.Offset, m.Metadata.(string)})
+			case e, ok := <-errs:
+				if !ok {
+					errs = nil
+					continue
+				}
+				rp.fail(e.Err)
+			}
+		}
+	}()
+	rp.close = func() {
+		close(stop)
+		<-feedDone
+		sp.AsyncClose()
+		<-collDone
+	}
+	return rp
 }
 
 // replLeader reads partition p's leader and ISR from its state znode.
@@ -304,107 +323,33 @@ func replWaitIdentical(t *testing.T, c *Cluster, topic string, partitions int32,
 // repeats SAMSA_CHAOS_KILLS times (default 3). Then every acked record is at its acked
 // offset, in ack order, and all replicas hold identical bytes.
 func TestReplicationChaos(t *testing.T) {
-	kills := 3
-	if s := os.Getenv("SAMSA_CHAOS_KILLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			t.Fatalf("SAMSA_CHAOS_KILLS=%q", s)
-		}
-		kills = n
-	}
+	kills := chaosKills(t)
 	start := time.Now()
-	c := StartCluster(t, ClusterConfig{Brokers: 3, Process: true, Props: map[string]string{
-		"zookeeper.session.timeout.ms": "3000",
-		"replica.fetch.backoff.ms":     "200",
-	}})
-	const topic, partitions = "chaos", 6
-	minISR := "2"
-	createTopic(t, c, topic, partitions, 3, map[string]*string{"min.insync.replicas": &minISR})
-	replWaitFullISR(t, c, topic, partitions, 3, 30*time.Second)
-
-	producers := []*replProducer{startReplProducer(t, c, topic, 0, 2*time.Millisecond), startReplProducer(t, c, topic, 1, 2*time.Millisecond)}
-	acked := func() int {
-		n := 0
-		for _, p := range producers {
-			n += p.ackedCount()
+	const topic = "chaos"
+	run := runChaos(t, topic, kills, startReplProducer, func(c *Cluster, k int) {
+		if k != 0 {
+			return
 		}
-		return n
-	}
-	waitFor(t, 30*time.Second, func() error {
-		if n := acked(); n < 200 {
-			return fmt.Errorf("%d records acked", n)
+		// With a broker down every partition is under-replicated, and the tool says so.
+		var running []string
+		for _, b := range c.Brokers {
+			if b.Running() {
+				running = append(running, b.Addr())
+			}
 		}
-		return nil
+		out, err := samsaStdout(t, "topics", "--bootstrap-server", strings.Join(running, ","), "--describe", "--under-replicated-partitions")
+		if n := strings.Count(out, "Topic: "+topic+"\tPartition:"); err != nil || n != chaosPartitions {
+			t.Errorf("topics --describe --under-replicated-partitions lists %d partitions of %s, want %d (%v):\n%s", n, topic, chaosPartitions, err, out)
+		}
 	})
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
-	for k := range kills {
-		p := int32(rng.IntN(partitions))
-		leader, isr, err := replLeader(c, topic, p)
-		if err != nil || leader < 0 {
-			t.Fatalf("kill %d: leader of %s-%d: %d %v", k, topic, p, leader, err)
-		}
-		before := acked()
-		killAt := time.Now()
-		c.Broker(leader).Kill()
-		// A new leader from the ISR takes over (session expiry + election).
-		waitFor(t, 30*time.Second, func() error {
-			l, _, err := replLeader(c, topic, p)
-			if err != nil {
-				return err
-			}
-			if l == leader || l < 0 {
-				return fmt.Errorf("%s-%d leader %d", topic, p, l)
-			}
-			return nil
-		})
-		failover := time.Since(killAt)
-		if k == 0 {
-			// With a broker down every partition is under-replicated, and the tool says so.
-			var running []string
-			for _, b := range c.Brokers {
-				if b.Running() {
-					running = append(running, b.Addr())
-				}
-			}
-			out, err := samsaStdout(t, "topics", "--bootstrap-server", strings.Join(running, ","), "--describe", "--under-replicated-partitions")
-			if n := strings.Count(out, "Topic: "+topic+"\tPartition:"); err != nil || n != partitions {
-				t.Errorf("topics --describe --under-replicated-partitions lists %d partitions of %s, want %d (%v):\n%s", n, topic, partitions, err, out)
-			}
-		}
-		// Producers make progress without it.
-		waitFor(t, 30*time.Second, func() error {
-			if n := acked(); n < before+100 {
-				return fmt.Errorf("%d acked since the kill", n-before)
-			}
-			return nil
-		})
-		c.Broker(leader).Restart()
-		replWaitFullISR(t, c, topic, partitions, 3, 60*time.Second)
-		t.Logf("kill %d/%d: broker %d (leader of %s-%d, ISR %v): new leader in %v, back in every ISR %v after the kill; %d acked so far",
-			k+1, kills, leader, topic, p, isr, failover.Round(time.Millisecond), time.Since(killAt).Round(time.Millisecond), acked())
+	total := replCheckAcked(t, run.got, run.producers)
+	replWaitIdentical(t, run.c, topic, chaosPartitions, 60*time.Second)
+	inLog := 0
+	for _, m := range run.got {
+		inLog += len(m)
 	}
-	for _, p := range producers {
-		p.close()
-	}
-	failed := 0
-	for _, p := range producers {
-		failed += p.failed
-		if p.first != nil {
-			t.Logf("producer %d: %d records failed after retries; first error: %v", p.id, p.failed, p.first)
-		}
-	}
-	replWaitFullISR(t, c, topic, partitions, 3, 60*time.Second)
-	got := replConsumeAll(t, c, topic)
-	total := replCheckAcked(t, got, producers)
-	replWaitIdentical(t, c, topic, partitions, 60*time.Second)
 	t.Logf("chaos: %d kills, %d records acked (%d failed after retries), %d records in the log, took %v",
-		kills, total, failed, func() int {
-			n := 0
-			for _, m := range got {
-				n += len(m)
-			}
-			return n
-		}(), time.Since(start).Round(time.Millisecond))
+		kills, total, run.failed, inLog, time.Since(start).Round(time.Millisecond))
 	if total == 0 {
 		t.Fatal("nothing acked")
 	}

@@ -112,19 +112,12 @@ func runConfigs(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitServers(o.bootstrap.v)...), kgo.ClientID("adminclient-1"))
-	if err != nil {
-		fmt.Fprintln(stderr, "Error while executing config command with args '"+strings.Join(args, " ")+"'\n"+err.Error())
-		return 1
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if o.alter {
-		err = configsAlter(ctx, cl, o, stdout)
-	} else {
-		err = configsDescribe(ctx, cl, o, stdout)
-	}
+	err = withAdminClient(o.bootstrap.v, "adminclient-1", 30*time.Second, func(ctx context.Context, cl *kgo.Client) error {
+		if o.alter {
+			return configsAlter(ctx, cl, o, stdout)
+		}
+		return configsDescribe(ctx, cl, o, stdout)
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, "Error while executing config command with args '"+strings.Join(args, " ")+"'\n"+err.Error())
 		return 1

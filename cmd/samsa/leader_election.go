@@ -52,13 +52,7 @@ func parseLeaderElectionArgs(args []string, stderr io.Writer) (*leaderElectionOp
 	default:
 		return nil, fs, usageErr("Cannot convert %s to ElectionType", o.electionType.v)
 	}
-	n := 0
-	for _, b := range []bool{o.topic.set, o.jsonFile.set, o.all} {
-		if b {
-			n++
-		}
-	}
-	if n != 1 {
+	if countSet(o.topic.set, o.jsonFile.set, o.all) != 1 {
 		return nil, fs, usageErr("One and only one of the following options is required: all-topic-partitions, topic, path-to-json-file")
 	}
 	if o.topic.set && !o.partition.set {
@@ -75,15 +69,10 @@ func runLeaderElection(args []string, _ io.Reader, stdout, stderr io.Writer) int
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitServers(o.bootstrap.v)...), kgo.ClientID("leader-election"))
+	err = withAdminClient(o.bootstrap.v, "leader-election", 60*time.Second, func(ctx context.Context, cl *kgo.Client) error {
+		return leaderElection(ctx, cl, o, stdout)
+	})
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := leaderElection(ctx, cl, o, stdout); err != nil {
 		fmt.Fprintln(stderr, "Error: "+err.Error())
 		return 1
 	}

@@ -69,13 +69,7 @@ func parseReassignArgs(args []string, stderr io.Writer) (*reassignOpts, *flag.Fl
 	if err := parseFlags(fs, args); err != nil {
 		return nil, fs, err
 	}
-	n := 0
-	for _, a := range []bool{o.execute, o.verify, o.cancel, o.generate, o.list} {
-		if a {
-			n++
-		}
-	}
-	if n != 1 {
+	if countSet(o.execute, o.verify, o.cancel, o.generate, o.list) != 1 {
 		return nil, fs, usageErr("Command must include exactly one action: --execute, --verify, --generate, --cancel, or --list")
 	}
 	if !o.bootstrap.set {
@@ -138,38 +132,31 @@ func runReassignPartitions(args []string, _ io.Reader, stdout, stderr io.Writer)
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitServers(o.bootstrap.v)...), kgo.ClientID("reassign-partitions"))
-	if err != nil {
-		fmt.Fprintln(stderr, "Error: "+err.Error())
-		return 1
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
-	defer cancel()
-	switch {
-	case o.list:
-		err = reassignList(ctx, cl, stdout)
-	case o.generate:
-		err = reassignGenerate(ctx, cl, o, stdout)
-	default:
-		var data []byte
-		data, err = os.ReadFile(o.jsonFile.v)
-		if err != nil {
-			break
+	err = withAdminClient(o.bootstrap.v, "reassign-partitions", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
+		switch {
+		case o.list:
+			return reassignList(ctx, cl, stdout)
+		case o.generate:
+			return reassignGenerate(ctx, cl, o, stdout)
 		}
-		var entries []reassignEntry
-		if entries, err = parseReassignmentJSON(data); err != nil {
-			break
+		data, err := os.ReadFile(o.jsonFile.v)
+		if err != nil {
+			return err
+		}
+		entries, err := parseReassignmentJSON(data)
+		if err != nil {
+			return err
 		}
 		switch {
 		case o.execute:
-			err = reassignExecute(ctx, cl, entries, stdout)
+			return reassignExecute(ctx, cl, entries, stdout)
 		case o.verify:
-			err = reassignVerify(ctx, cl, entries, stdout)
+			return reassignVerify(ctx, cl, entries, stdout)
 		case o.cancel:
-			err = reassignCancel(ctx, cl, entries, stdout)
+			return reassignCancel(ctx, cl, entries, stdout)
 		}
-	}
+		return nil
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, "Error: "+err.Error())
 		return 1

@@ -91,13 +91,7 @@ func parseTopicsArgs(args []string, stderr io.Writer) (*topicsOpts, *flag.FlagSe
 
 // check applies TopicCommandOptions.checkArgs.
 func (o *topicsOpts) check() error {
-	actions := 0
-	for _, a := range []bool{o.create, o.list, o.alter, o.describe, o.del} {
-		if a {
-			actions++
-		}
-	}
-	if actions != 1 {
+	if countSet(o.create, o.list, o.alter, o.describe, o.del) != 1 {
 		return usageErr("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
 	}
 	if o.bootstrap == "" {
@@ -128,12 +122,7 @@ func (o *topicsOpts) check() error {
 		}
 		return usageErr("Option \"[%s]\" can't be used with the given action", opt)
 	}
-	reports := 0
-	for _, r := range []bool{o.underReplicated, o.unavailable, o.underMinIsr, o.atMinIsr} {
-		if r {
-			reports++
-		}
-	}
+	reports := countSet(o.underReplicated, o.unavailable, o.underMinIsr, o.atMinIsr)
 	for _, err := range []error{
 		invalid("config", len(o.configs) > 0, o.create, o.alter),
 		invalid("partitions", o.partitions.set, o.create, o.alter),
@@ -416,29 +405,23 @@ func runTopics(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		return reportUsage(fs, stderr, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitServers(o.bootstrap)...), kgo.ClientID("adminclient-1"))
-	if err != nil {
-		fmt.Fprintln(stdout, "Error while executing topic command : "+err.Error())
-		return 1
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(30000) // request.timeout.ms of Kafka's admin client
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
-	defer cancel()
-
-	switch {
-	case o.create:
-		err = topicsCreate(ctx, cl, o, stdout)
-	case o.list:
-		err = topicsList(ctx, adm, o, stdout)
-	case o.describe:
-		err = topicsDescribe(ctx, adm, o, stdout)
-	case o.del:
-		err = topicsDelete(ctx, adm, o)
-	case o.alter:
-		err = topicsAlter(ctx, cl, adm, o)
-	}
+	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
+		adm := kadm.NewClient(cl)
+		adm.SetTimeoutMillis(30000) // request.timeout.ms of Kafka's admin client
+		switch {
+		case o.create:
+			return topicsCreate(ctx, cl, o, stdout)
+		case o.list:
+			return topicsList(ctx, adm, o, stdout)
+		case o.describe:
+			return topicsDescribe(ctx, adm, o, stdout)
+		case o.del:
+			return topicsDelete(ctx, adm, o)
+		case o.alter:
+			return topicsAlter(ctx, cl, adm, o)
+		}
+		return nil
+	})
 	if err != nil {
 		fmt.Fprintln(stdout, "Error while executing topic command : "+err.Error())
 		return 1
@@ -552,6 +535,19 @@ func getTopics(ctx context.Context, adm *kadm.Client, o *topicsOpts) ([]string, 
 	return filterTopics(all.Names(), &o.topic, o.exclInt)
 }
 
+// existingTopics is getTopics followed by ensureTopicExists, as TopicCommand's alter,
+// describe and delete begin.
+func existingTopics(ctx context.Context, adm *kadm.Client, o *topicsOpts) ([]string, error) {
+	topics, err := getTopics(ctx, adm, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureTopicExists(topics, o); err != nil {
+		return nil, err
+	}
+	return topics, nil
+}
+
 // ensureTopicExists is TopicCommand.ensureTopicExists.
 func ensureTopicExists(found []string, o *topicsOpts) error {
 	if o.topic.set && !o.ifExists && len(found) == 0 {
@@ -570,15 +566,9 @@ func topicsList(ctx context.Context, adm *kadm.Client, o *topicsOpts, stdout io.
 }
 
 func topicsDelete(ctx context.Context, adm *kadm.Client, o *topicsOpts) error {
-	topics, err := getTopics(ctx, adm, o)
-	if err != nil {
+	topics, err := existingTopics(ctx, adm, o)
+	if err != nil || len(topics) == 0 {
 		return err
-	}
-	if err := ensureTopicExists(topics, o); err != nil {
-		return err
-	}
-	if len(topics) == 0 {
-		return nil
 	}
 	resps, err := adm.DeleteTopics(ctx, topics...)
 	if err != nil {
@@ -593,15 +583,9 @@ func topicsDelete(ctx context.Context, adm *kadm.Client, o *topicsOpts) error {
 }
 
 func topicsAlter(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o *topicsOpts) error {
-	topics, err := getTopics(ctx, adm, o)
-	if err != nil {
+	topics, err := existingTopics(ctx, adm, o)
+	if err != nil || len(topics) == 0 {
 		return err
-	}
-	if err := ensureTopicExists(topics, o); err != nil {
-		return err
-	}
-	if len(topics) == 0 {
-		return nil
 	}
 	req := kmsg.NewPtrCreatePartitionsRequest()
 	req.TimeoutMillis = int32(o.timeout / time.Millisecond)
@@ -648,15 +632,9 @@ func errText(err error, msg string) error {
 }
 
 func topicsDescribe(ctx context.Context, adm *kadm.Client, o *topicsOpts, stdout io.Writer) error {
-	topics, err := getTopics(ctx, adm, o)
-	if err != nil {
+	topics, err := existingTopics(ctx, adm, o)
+	if err != nil || len(topics) == 0 {
 		return err
-	}
-	if err := ensureTopicExists(topics, o); err != nil {
-		return err
-	}
-	if len(topics) == 0 {
-		return nil
 	}
 	md, err := adm.Metadata(ctx, topics...)
 	if err != nil {

@@ -2,9 +2,7 @@ package kclient
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -13,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/internal/kafkatest"
 )
 
 func TestDialKfakeMetadata(t *testing.T) {
@@ -42,96 +42,6 @@ func TestDialKfakeMetadata(t *testing.T) {
 	}
 }
 
-// fakeBroker is a minimal Kafka-protocol server for the cases kfake does not cover.
-type fakeBroker struct {
-	t        *testing.T
-	ln       net.Listener
-	handle   func(key, version int16, req kmsg.Request) kmsg.Response // nil response: never answer
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    []net.Conn
-	respTags bool // add a tagged field to flexible response headers
-}
-
-func newFakeBroker(t *testing.T, handle func(key, version int16, req kmsg.Request) kmsg.Response) *fakeBroker {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &fakeBroker{t: t, ln: ln, handle: handle}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b.mu.Lock()
-			b.conns = append(b.conns, nc)
-			b.mu.Unlock()
-			b.wg.Add(1)
-			go func() { defer b.wg.Done(); b.serve(nc) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		b.mu.Lock()
-		for _, c := range b.conns {
-			c.Close()
-		}
-		b.mu.Unlock()
-		b.wg.Wait()
-	})
-	return b
-}
-
-func (b *fakeBroker) serve(nc net.Conn) {
-	for {
-		var sz [4]byte
-		if _, err := io.ReadFull(nc, sz[:]); err != nil {
-			return
-		}
-		buf := make([]byte, binary.BigEndian.Uint32(sz[:]))
-		if _, err := io.ReadFull(nc, buf); err != nil {
-			return
-		}
-		key := int16(binary.BigEndian.Uint16(buf))
-		version := int16(binary.BigEndian.Uint16(buf[2:]))
-		corr := buf[4:8]
-		idLen := int16(binary.BigEndian.Uint16(buf[8:]))
-		body := buf[10:]
-		if idLen > 0 {
-			body = body[idLen:]
-		}
-		req := kmsg.RequestForKey(key)
-		req.SetVersion(version)
-		if req.IsFlexible() {
-			body = body[1:] // no tags from our client
-		}
-		var handled kmsg.Response
-		if err := req.ReadFrom(body); err == nil || key == 18 {
-			handled = b.handle(key, version, req)
-		}
-		if handled == nil {
-			continue
-		}
-		out := append([]byte{0, 0, 0, 0}, corr...)
-		if handled.IsFlexible() && key != 18 {
-			if b.respTags {
-				out = append(out, 1, 7, 2, 0xAA, 0xBB) // one unknown tag (7) of 2 bytes
-			} else {
-				out = append(out, 0)
-			}
-		}
-		out = handled.AppendTo(out)
-		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-		if _, err := nc.Write(out); err != nil {
-			return
-		}
-	}
-}
-
 // apiVersions answers ApiVersions at maxAV or rejects higher versions the KIP-511 way.
 func apiVersions(version, maxAV int16, keys map[int16]VersionRange) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
@@ -150,7 +60,7 @@ func TestVersionNegotiationAndFlexibleHeader(t *testing.T) {
 	var gotAV []int16
 	var mu sync.Mutex
 	keys := map[int16]VersionRange{18: {0, 2}, 4: {0, 6}, 6: {0, 5}}
-	b := newFakeBroker(t, func(key, version int16, req kmsg.Request) kmsg.Response {
+	b := kafkatest.NewServer(t, func(key, version int16, req kmsg.Request) kmsg.Response {
 		switch key {
 		case 18:
 			mu.Lock()
@@ -165,11 +75,10 @@ func TestVersionNegotiationAndFlexibleHeader(t *testing.T) {
 			return resp
 		}
 		return nil
-	})
-	b.respTags = true
+	}, kafkatest.WithResponseTags())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := Dial(ctx, b.ln.Addr().String(), "samsa-controller")
+	conn, err := Dial(ctx, b.Addr(), "samsa-controller")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,14 +113,14 @@ func TestVersionNegotiationAndFlexibleHeader(t *testing.T) {
 }
 
 func TestRequestContextCancelBreaksConn(t *testing.T) {
-	b := newFakeBroker(t, func(key, version int16, req kmsg.Request) kmsg.Response {
+	b := kafkatest.NewServer(t, func(key, version int16, req kmsg.Request) kmsg.Response {
 		if key == 18 {
 			return apiVersions(version, 3, map[int16]VersionRange{18: {0, 3}, 6: {0, 8}})
 		}
 		return nil // never answer UpdateMetadata
 	})
 	ctx := context.Background()
-	conn, err := Dial(ctx, b.ln.Addr().String(), "c")
+	conn, err := Dial(ctx, b.Addr(), "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,14 +141,14 @@ func TestRequestContextCancelBreaksConn(t *testing.T) {
 }
 
 func TestCloseInterruptsRequest(t *testing.T) {
-	b := newFakeBroker(t, func(key, version int16, req kmsg.Request) kmsg.Response {
+	b := kafkatest.NewServer(t, func(key, version int16, req kmsg.Request) kmsg.Response {
 		if key == 18 {
 			return apiVersions(version, 3, map[int16]VersionRange{18: {0, 3}, 6: {0, 8}})
 		}
 		return nil
 	})
 	ctx := context.Background()
-	conn, err := Dial(ctx, b.ln.Addr().String(), "c")
+	conn, err := Dial(ctx, b.Addr(), "c")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,36 @@
+package main
+
+// What the admin tools (topics, configs, leader-election, reassign-partitions) share: the
+// client they run with, and counting the actions given, as Kafka's *Command classes check
+// "exactly one action".
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// withAdminClient connects a client named clientID to the comma-separated servers, runs fn
+// with it under timeout and closes the client.
+func withAdminClient(servers, clientID string, timeout time.Duration, fn func(ctx context.Context, cl *kgo.Client) error) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(splitServers(servers)...), kgo.ClientID(clientID))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return fn(ctx, cl)
+}
+
+// countSet counts the options given.
+func countSet(given ...bool) int {
+	n := 0
+	for _, g := range given {
+		if g {
+			n++
+		}
+	}
+	return n
+}
