@@ -37,22 +37,40 @@ var errConnCloseAcks0 = errors.New("broker: acks=0 produce failed; closing conne
 func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 
+	// Allocations per request do not grow with the records in a batch, and only by a
+	// little with the partitions: the record bytes stay in the connection's read buffer,
+	// every topic's response partitions share one array, and the append lists of a small
+	// request live on the stack (produce_alloc_test.go pins this).
 	type slot struct{ ti, pi int } // position in resp
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	const small = 8
 	var (
-		tps     []logstore.TopicPartition
-		records [][]byte
-		slots   []slot
+		tpsBuf  [small]logstore.TopicPartition
+		recBuf  [small][]byte
+		slotBuf [small]slot
+		tps     = tpsBuf[:0]
+		records = recBuf[:0]
+		slots   = slotBuf[:0]
 	)
+	if n > small {
+		tps, records, slots = make([]logstore.TopicPartition, 0, n), make([][]byte, 0, n), make([]slot, 0, n)
+	}
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
+	respParts := make([]kmsg.ProduceResponseTopicPartition, 0, n)
 	for _, rt := range req.Topics {
 		respTopic := kmsg.NewProduceResponseTopic()
 		respTopic.Topic = rt.Topic
 		ti := len(resp.Topics)
+		first := len(respParts)
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewProduceResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.BaseOffset = -1
-			pi := len(respTopic.Partitions)
-			respTopic.Partitions = append(respTopic.Partitions, p)
+			pi := len(respParts) - first
+			respParts = append(respParts, p)
 
 			tp := logstore.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			var err error
@@ -66,13 +84,14 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 				batch, err = validateProduceRecords(req.Version, rp.Records)
 			}
 			if err != nil {
-				setProduceError(&respTopic.Partitions[pi], req.Version, err)
+				setProduceError(&respParts[first+pi], req.Version, err)
 				continue
 			}
 			tps = append(tps, tp)
 			records = append(records, batch)
 			slots = append(slots, slot{ti, pi})
 		}
+		respTopic.Partitions = respParts[first:len(respParts):len(respParts)]
 		resp.Topics = append(resp.Topics, respTopic)
 	}
 

@@ -60,6 +60,13 @@ const minRequestHeaderSize = 8
 // a well-formed request it returns an error and the caller closes the connection. It never
 // panics, whatever body holds (FuzzRequestDecode).
 func parseRequest(body []byte) (requestHeader, kmsg.Request, error) {
+	return parseRequestReusing(body, nil)
+}
+
+// parseRequestReusing is parseRequest for a connection whose previous request carried
+// client id prevClientID: a header with the same client id returns that pointer instead of
+// a new string, as clients send the same id on every request of a connection.
+func parseRequestReusing(body []byte, prevClientID *string) (requestHeader, kmsg.Request, error) {
 	var h requestHeader
 	if len(body) < minRequestHeaderSize {
 		return h, nil, fmt.Errorf("%w: %d-byte request header", errMalformed, len(body))
@@ -83,10 +90,10 @@ func parseRequest(body []byte) (requestHeader, kmsg.Request, error) {
 	if h.key == 7 && h.version == 0 { // ControlledShutdown v0 has no client id
 		h.headerVersion = 0
 	} else {
-		h.clientID = r.NullableString()
+		h.clientID = readClientID(&r, prevClientID)
 		if req.IsFlexible() {
 			h.headerVersion = 2
-			kmsg.SkipTags(&r)
+			skipTags(&r)
 		}
 	}
 	if err := r.Complete(); err != nil {
@@ -96,6 +103,30 @@ func parseRequest(body []byte) (requestHeader, kmsg.Request, error) {
 		return h, nil, fmt.Errorf("%w: %s v%d body: %v", errMalformed, kmsg.NameForKey(h.key), h.version, err)
 	}
 	return h, req, nil
+}
+
+// readClientID reads the header's nullable client id (kbin.Reader.NullableString), returning
+// prev when it holds the same string.
+func readClientID(r *kbin.Reader, prev *string) *string {
+	l := r.Int16()
+	if l < 0 {
+		return nil
+	}
+	b := r.Span(int(l))
+	if prev != nil && *prev == string(b) { // the comparison does not allocate
+		return prev
+	}
+	s := string(b)
+	return &s
+}
+
+// skipTags is kmsg.SkipTags on a concrete reader: kmsg's takes an interface, which moves
+// the caller's reader to the heap on every flexible request.
+func skipTags(r *kbin.Reader) {
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		_, size := r.Uvarint(), r.Uvarint()
+		r.Span(int(size))
+	}
 }
 
 // appendResponse appends a full response frame (size, header, body) to dst.
@@ -282,7 +313,7 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 		}
 		received := time.Now()
 
-		h, req, err := parseRequest(body)
+		h, req, err := parseRequestReusing(body, lastCID)
 		if err != nil {
 			if errors.Is(err, errUnsupportedVer) && h.key == 18 {
 				// Kafka answers any ApiVersions version, so that a newer client learns ours.
@@ -345,10 +376,11 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 			}
 			continue
 		}
-		out := appendResponse(getResponseBuf(), h.correlationID, resp)
+		rb := getResponseBuffer()
+		*rb = appendResponse((*rb)[:0], h.correlationID, resp)
 		c.SetWriteDeadline(time.Now().Add(idle))
-		_, err = c.Write(out)
-		putResponseBuf(out) // shared, so an idle connection pins no response memory
+		_, err = c.Write(*rb)
+		putResponseBuffer(rb) // shared, so an idle connection pins no response memory
 		if err != nil {
 			connLog.WithError(err).Debug("response write failed")
 			return
@@ -360,19 +392,29 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 // allocating megabytes per response, and idle connections hold none.
 var responseBufs sync.Pool // of *[]byte
 
-func getResponseBuf() []byte {
+// getResponseBuffer returns a pooled buffer; putResponseBuffer gives it back. Passing the
+// pointer through, rather than the slice, keeps a request/response round trip free of
+// allocations for the buffer.
+func getResponseBuffer() *[]byte {
 	if p, ok := responseBufs.Get().(*[]byte); ok {
-		return (*p)[:0]
+		*p = (*p)[:0]
+		return p
 	}
-	return nil
+	return new([]byte)
 }
 
-func putResponseBuf(b []byte) {
-	if cap(b) <= 64<<20 { // don't keep outliers
-		b = b[:0]
-		responseBufs.Put(&b)
+func putResponseBuffer(p *[]byte) {
+	if cap(*p) <= 64<<20 { // don't keep outliers
+		*p = (*p)[:0]
+		responseBufs.Put(p)
 	}
 }
+
+// getResponseBuf and putResponseBuf are the slice form of the pool (one small allocation
+// per put, for the pointer the pool holds).
+func getResponseBuf() []byte { return *getResponseBuffer() }
+
+func putResponseBuf(b []byte) { putResponseBuffer(&b) }
 
 // handle calls the Handler and turns a panic (our bug, never the client's) into an Error
 // log line and a closed connection, as Kafka's request handler catches what an API

@@ -40,10 +40,20 @@ func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64) (bool, 
 func waitForProduce(ctx context.Context, now func() time.Time, timeout time.Duration, results []ProduceResult, parts []*Partition) {
 	pending := 0
 	w := newWaiter()
+	// check() clears parts as they complete: keep the watched ones for the unwatch. One
+	// defer, not one per partition (a defer in a loop is a heap allocation each).
+	var buf [8]*Partition
+	watched := append(buf[:0], parts...)
+	defer func() {
+		for _, p := range watched {
+			if p != nil {
+				p.unwatch(w)
+			}
+		}
+	}()
 	for _, p := range parts {
 		if p != nil {
 			p.watch(w)
-			defer p.unwatch(w)
 			pending++
 		}
 	}

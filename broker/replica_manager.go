@@ -313,6 +313,22 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 		errs[i] = make([]int16, len(topics[i].parts))
 	}
 
+	// Topic configs live in ZooKeeper: read them before taking stateMu, so a slow ZooKeeper
+	// does not hold up the controller's other requests (Kafka reads them under the lock, in
+	// getOrCreateLog). Only topics with a partition whose log is missing are read.
+	configs := map[string]topicConfig{}
+	for _, t := range topics {
+		if _, ok := configs[t.topic]; ok {
+			continue
+		}
+		for _, ps := range t.parts {
+			if _, ok := rm.cfg.Logs.GetLog(logstore.TopicPartition{Topic: t.topic, Partition: ps.Partition}); !ok {
+				configs[t.topic] = rm.readTopicConfig(t.topic)
+				break
+			}
+		}
+	}
+
 	var leaders, followers []logstore.TopicPartition
 	defer func() { // after stateMu is released (deferred earlier = runs later)
 		if fn := rm.leadershipHook.Load(); fn != nil && (len(leaders) > 0 || len(followers) > 0) {
@@ -351,7 +367,7 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 				errs[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			l, err := rm.createLogIfNotExists(tp, t.topicID)
+			l, err := rm.createLogIfNotExists(tp, t.topicID, configs)
 			if err != nil {
 				plog.WithError(err).Error("could not create the partition's log")
 				errs[i][j] = ErrorCode(err)
@@ -382,23 +398,43 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 	return respond()
 }
 
-// createLogIfNotExists gets or creates the local log with the topic's config; a topic id that
-// differs from the one the log already has is INCONSISTENT_TOPIC_ID.
-func (rm *ReplicaManager) createLogIfNotExists(tp logstore.TopicPartition, topicID [16]byte) (*logstore.Log, error) {
+// topicConfig is one topic's overrides as read from ZooKeeper, or the read's error.
+type topicConfig struct {
+	overrides map[string]string
+	err       error
+}
+
+func (rm *ReplicaManager) readTopicConfig(topic string) topicConfig {
+	if rm.cfg.TopicConfig == nil {
+		return topicConfig{}
+	}
+	o, err := rm.cfg.TopicConfig(topic)
+	if err != nil {
+		return topicConfig{err: fmt.Errorf("read config of topic %s: %w", topic, err)}
+	}
+	return topicConfig{overrides: o}
+}
+
+// createLogIfNotExists gets or creates the local log with the topic's config (from configs,
+// read before stateMu was taken); a topic id that differs from the one the log already has
+// is INCONSISTENT_TOPIC_ID.
+func (rm *ReplicaManager) createLogIfNotExists(tp logstore.TopicPartition, topicID [16]byte, configs map[string]topicConfig) (*logstore.Log, error) {
 	if l, ok := rm.cfg.Logs.GetLog(tp); ok {
 		if have := l.TopicID(); have != ([16]byte{}) && topicID != ([16]byte{}) && have != topicID {
 			return nil, fmt.Errorf("%s: topic id %x differs from the log's %x: %w", tp, topicID, have, kerr.InconsistentTopicID)
 		}
 		return l, nil
 	}
-	var overrides map[string]string
-	if rm.cfg.TopicConfig != nil {
-		o, err := rm.cfg.TopicConfig(tp.Topic)
-		if err != nil {
-			return nil, fmt.Errorf("read config of topic %s: %w", tp.Topic, err)
-		}
-		overrides = o
+	tc, ok := configs[tp.Topic]
+	if !ok {
+		// The log was there when the configs were read and has been deleted since (a
+		// StopReplica ran in between): read now, under the lock, as before.
+		tc = rm.readTopicConfig(tp.Topic)
 	}
+	if tc.err != nil {
+		return nil, tc.err
+	}
+	overrides := tc.overrides
 	var props map[string]string
 	if rm.cfg.Config != nil {
 		props = rm.cfg.Config.Props

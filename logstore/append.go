@@ -42,9 +42,10 @@ type AppendInfo struct {
 
 // splitBatches walks records: every batch must be complete and valid (length, magic, CRC)
 // and, unless ignoreSize, within max.message.bytes. A follower (allowPartial) drops a
-// trailing partial batch as Kafka's fetch responses may end with one.
-func splitBatches(records []byte, maxMessageBytes int32, ignoreSize, allowPartial bool) ([]recordbatch.Batch, int, error) {
-	var out []recordbatch.Batch
+// trailing partial batch as Kafka's fetch responses may end with one. The batches are
+// appended to dst.
+func splitBatches(dst []recordbatch.Batch, records []byte, maxMessageBytes int32, ignoreSize, allowPartial bool) ([]recordbatch.Batch, int, error) {
+	out := dst
 	valid := 0
 	rest := records
 	for len(rest) > 0 {
@@ -84,7 +85,7 @@ func splitBatches(records []byte, maxMessageBytes int32, ignoreSize, allowPartia
 		valid += size
 		rest = rest[size:]
 	}
-	if len(out) == 0 && !(allowPartial && len(records) > 0) {
+	if len(out) == len(dst) && !(allowPartial && len(records) > 0) {
 		return nil, 0, fmt.Errorf("%w: no record batch", ErrCorruptMessage)
 	}
 	return out, valid, nil
@@ -105,7 +106,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 
 func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo, error) {
 	cfg := l.cfg.Load()
-	batches, validBytes, err := splitBatches(records, cfg.MaxMessageBytes, !leader, !leader)
+	// A producer sends one batch per partition: room for it on the stack.
+	var one [1]recordbatch.Batch
+	batches, validBytes, err := splitBatches(one[:0], records, cfg.MaxMessageBytes, !leader, !leader)
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -261,7 +264,7 @@ func (l *Log) appendLocked(data []byte, info *AppendInfo, cfg *LogConfig, now ti
 		l.mu.lastFlush = now
 		_ = seg.offsetIdx.flush()
 		_ = seg.timeIdx.flush()
-		l.recoveryPoint.Store(info.LastOffset + 1)
+		l.markFlushedLocked(seg.baseOffset, info.LastOffset+1)
 	} else {
 		l.mu.unflushedRecords += int64(info.NumRecords)
 	}
@@ -312,7 +315,9 @@ func (l *Log) Roll() error {
 }
 
 // rollLocked closes the active segment for appends (final time index entry, trimmed
-// indexes, fsync) and opens a new one at newBase (LocalLog.roll).
+// indexes) and opens a new one at newBase (LocalLog.roll). The old segment and the
+// producer snapshot are fsynced after mu is released, by the roll flusher (UnifiedLog.roll
+// schedules "flush-log"), which then moves the recovery point to newBase.
 func (l *Log) rollLocked(newBase int64, now time.Time) (*Segment, error) {
 	segs := l.segments()
 	old := segs[len(segs)-1]
@@ -329,10 +334,6 @@ func (l *Log) rollLocked(newBase int64, now time.Time) (*Segment, error) {
 		l.ioFailed(fmt.Errorf("%w: %v", ErrKafkaStorage, err))
 		return nil, fmt.Errorf("%w: %v", ErrKafkaStorage, err)
 	}
-	if err := old.flush(); err != nil {
-		l.ioFailed(err)
-		return nil, err
-	}
 	o := l.segOpts(newBase, "", true)
 	o.create = true
 	o.now = now
@@ -348,17 +349,15 @@ func (l *Log) rollLocked(newBase int64, now time.Time) (*Segment, error) {
 	copy(ns, segs)
 	ns = append(ns, seg)
 	l.segs.Store(&ns)
-	// UnifiedLog.roll: a producer snapshot named after the new segment's base offset.
+	// UnifiedLog.roll: a producer snapshot named after the new segment's base offset,
+	// written without fsync under the lock; the roll flusher syncs it.
 	l.producerState.mapEndOffset = newBase
-	if err := l.producerState.takeSnapshot(); err != nil {
+	snap, err := l.producerState.takeSnapshotWith(writeFileNoSync)
+	if err != nil {
 		l.ioFailed(err)
 		return nil, err
 	}
-	// Kafka flushes the old segment asynchronously and then moves the recovery point to
-	// the new base; we flushed above.
-	if rp := l.recoveryPoint.Load(); rp < newBase {
-		l.recoveryPoint.Store(newBase)
-	}
+	l.scheduleRollFlushLocked(newBase, snap)
 	l.log.WithFields(logrus.Fields{"segment": newBase}).Debug("rolled new log segment")
 	return seg, nil
 }
@@ -386,17 +385,20 @@ func (l *Log) validateAndAssignOffsets(batches []recordbatch.Batch, leaderEpoch 
 		var rerrs []RecordError
 		var sentinel error
 		maxTs := int64(-1)
-		n := int32(0)
-		err := b.ForEachRecord(false, func(r *recordbatch.Record) error {
-			i := n
-			n++
+		// Each record is parsed where it lies; nothing is allocated per record.
+		it, err := b.Iter()
+		if err != nil {
+			return nil, batchErr(err)
+		}
+		var r recordbatch.Record
+		for i := int32(0); it.Next(&r, false); i++ {
 			if r.OffsetDelta != i {
-				return fmt.Errorf("%w: inner record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
+				return nil, fmt.Errorf("%w: inner record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
 			}
 			if cfg.Compact() && r.Key == nil {
 				rerrs = append(rerrs, RecordError{BatchIndex: i, Message: "Compacted topic cannot accept message without key in topic partition " + l.tp.String() + "."})
 				sentinel = ErrInvalidRecord
-				return nil
+				continue
 			}
 			ts := b.BaseTimestamp() + r.TimestampDelta
 			if b.LogAppendTime() {
@@ -410,24 +412,20 @@ func (l *Log) validateAndAssignOffsets(batches []recordbatch.Batch, leaderEpoch 
 					if sentinel == nil {
 						sentinel = ErrInvalidTimestamp
 					}
-					return nil
+					continue
 				}
 			} else if b.LogAppendTime() {
 				rerrs = append(rerrs, RecordError{BatchIndex: i, Message: "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime."})
 				if sentinel == nil {
 					sentinel = ErrInvalidTimestamp
 				}
-				return nil
+				continue
 			}
 			if ts > maxTs {
 				maxTs = ts
 			}
-			return nil
-		})
-		if err != nil {
-			if errors.Is(err, ErrInvalidRecord) {
-				return nil, err
-			}
+		}
+		if err := it.Err(); err != nil {
 			return nil, batchErr(err)
 		}
 		if len(rerrs) > 0 {

@@ -3,7 +3,9 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +21,9 @@ import (
 // Concurrency: one appender at a time (AppendAsLeader/AppendAsFollower/Truncate*/Roll/
 // DeleteOldSegments/ReplaceSegments serialize on mu). Readers (Read, OffsetForTimestamp, the
 // offset getters) never take mu: they load the published segment list and each segment's
-// published size atomically and read with positional I/O.
+// published size atomically and read with positional I/O. Flushes (Flush, FlushIfNeeded and
+// the background flush a roll schedules) fsync holding flushMu only, as Kafka's
+// UnifiedLog.flush does: they take mu to read what to flush and to move the recovery point.
 type Log struct {
 	dir       string
 	tp        TopicPartition
@@ -48,12 +52,31 @@ type Log struct {
 	// producerState is the idempotent producers' state (ProducerStateManager), under mu.
 	producerState *producerStateManager
 
+	// flushMu serializes flushes with each other and with Close. Taken before mu, never
+	// under it; held across fsync.
+	flushMu sync.Mutex
+	// flushWG tracks the roll-flush goroutine (Kafka's scheduled "flush-log" task), which
+	// the log starts after a roll and Close waits for.
+	flushWG sync.WaitGroup
+
 	mu struct {
 		sync.Mutex
 		offline          bool
 		pendingIOErr     error // reported to onIOError once mu is released
 		unflushedRecords int64
 		lastFlush        time.Time
+
+		// truncations counts truncations: a flush that read the log before one must not
+		// move the recovery point, as offsets below its target may since hold new,
+		// unsynced data.
+		truncations uint64
+		// rollFlushTo is the base of the newest segment rolled whose older segments are
+		// not yet flushed (0: none due); the roll flusher takes it.
+		rollFlushTo int64
+		// unsyncedSnapshots are producer snapshots written by rolls without fsync; the
+		// next flush syncs them.
+		unsyncedSnapshots []string
+		rollFlusherOn     bool
 	}
 }
 
@@ -246,6 +269,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.truncateFullyLocked(offset)
 	}
 	active := keep[len(keep)-1]
+	l.mu.truncations++
 	// Publish the shorter list and end first so readers stop at the new end.
 	l.logEndOffset.Store(offset)
 	l.segs.Store(&keep)
@@ -301,6 +325,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	old := l.segments()
 	o := l.segOpts(offset, "", true)
 	o.create = true
+	l.mu.truncations++
 	// The new segment may share the base of an old one: move the old ones out first.
 	if err := l.deleteSegmentsLocked(old); err != nil {
 		return err
@@ -407,59 +432,168 @@ func (l *Log) DeleteOldSegments(pred func(seg SegmentInfo, next *SegmentInfo) bo
 }
 
 // Flush fsyncs every segment holding offsets at or above the recovery point and moves the
-// recovery point to the LEO.
+// recovery point to the LEO as of the call. Appends go on meanwhile: the fsyncs run without
+// mu (UnifiedLog.flush).
 func (l *Log) Flush() error {
-	l.mu.Lock()
-	defer l.unlock()
-	return l.flushLocked()
-}
-
-func (l *Log) flushLocked() error {
-	if l.closed.Load() {
-		return ErrClosed
-	}
-	leo := l.logEndOffset.Load()
-	rp := l.recoveryPoint.Load()
-	if rp >= leo && l.mu.unflushedRecords == 0 {
-		return nil
-	}
-	segs := l.segments()
-	for i, s := range segs {
-		if i+1 < len(segs) && segs[i+1].baseOffset <= rp {
-			continue
-		}
-		if err := s.flush(); err != nil {
-			l.ioFailed(err)
-			return err
-		}
-	}
-	l.recoveryPoint.Store(leo)
-	l.mu.unflushedRecords = 0
-	l.mu.lastFlush = l.clock()
-	return nil
+	return l.flushTo(math.MaxInt64, true)
 }
 
 // FlushIfNeeded applies flush.ms (flush.messages is applied on append): the manager's flush
 // ticker calls it.
 func (l *Log) FlushIfNeeded() error {
 	l.mu.Lock()
+	due := false
+	if !l.closed.Load() && !l.mu.offline && l.mu.unflushedRecords > 0 {
+		cfg := l.cfg.Load()
+		due = cfg.FlushMs != longMax && l.clock().Sub(l.mu.lastFlush) >= time.Duration(cfg.FlushMs)*time.Millisecond
+	}
+	l.unlock()
+	if !due {
+		return nil
+	}
+	return l.flushTo(math.MaxInt64, true)
+}
+
+// flushTo makes every offset below upTo (clamped to the LEO) durable and then moves the
+// recovery point there: the segments from the recovery point on, producer snapshots written
+// by rolls, and the directory when a segment was created since the last flush (new files'
+// entries; LocalLog.flush). mu is held only to read that list and to move the recovery
+// point, so the recovery point (and the checkpoint written from it) never runs ahead of
+// what is synced. full: a Flush, which also resets the flush.messages/flush.ms counters.
+func (l *Log) flushTo(upTo int64, full bool) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+
+	l.mu.Lock()
+	if l.closed.Load() {
+		l.unlock()
+		return ErrClosed
+	}
+	upTo = min(upTo, l.logEndOffset.Load())
+	rp := l.recoveryPoint.Load()
+	unflushed := l.mu.unflushedRecords
+	if rp >= upTo && len(l.mu.unsyncedSnapshots) == 0 && (!full || unflushed == 0) {
+		l.unlock()
+		return nil
+	}
+	gen := l.mu.truncations
+	snaps := l.mu.unsyncedSnapshots
+	l.mu.unsyncedSnapshots = nil
+	segs := l.segments()
+	dir := l.dir
+	l.unlock()
+
+	syncDir := false
+	for _, p := range snaps {
+		if err := syncFileIfExists(l.fs, p); err != nil {
+			return l.flushFailed(nil, fmt.Errorf("%w: fsync %s: %v", ErrKafkaStorage, p, err))
+		}
+		syncDir = true
+	}
+	for i, s := range segs {
+		if s.baseOffset >= upTo {
+			break // holds nothing below upTo
+		}
+		if i+1 < len(segs) && segs[i+1].baseOffset <= rp {
+			continue // wholly below the recovery point: synced already
+		}
+		if err := s.flush(); err != nil {
+			if err := l.flushFailed(s, err); err != nil {
+				return err
+			}
+			continue // deleted meanwhile: nothing of it to keep
+		}
+		if s.baseOffset >= rp {
+			syncDir = true
+		}
+	}
+	if syncDir {
+		if err := l.fs.SyncDir(dir); err != nil {
+			return l.flushFailed(nil, fmt.Errorf("%w: fsync dir %s: %v", ErrKafkaStorage, dir, err))
+		}
+	}
+
+	l.mu.Lock()
 	defer l.unlock()
-	if l.closed.Load() || l.mu.offline {
-		return nil
+	// A truncation since the read may have put new, unsynced data below upTo.
+	if l.mu.truncations == gen && !l.closed.Load() && upTo > l.recoveryPoint.Load() {
+		l.recoveryPoint.Store(upTo)
 	}
-	cfg := l.cfg.Load()
-	if l.mu.unflushedRecords == 0 || cfg.FlushMs == longMax {
-		return nil
-	}
-	if l.clock().Sub(l.mu.lastFlush) >= time.Duration(cfg.FlushMs)*time.Millisecond {
-		return l.flushLocked()
+	if full {
+		l.mu.unflushedRecords = max(0, l.mu.unflushedRecords-unflushed)
+		l.mu.lastFlush = l.clock()
 	}
 	return nil
 }
 
+// flushFailed takes the log offline for a failed flush and returns the error, unless the
+// failing segment was deleted or replaced (retention, cleaning, truncation) while the flush
+// ran without mu (nil: its files may be closed by then, and what it held needs no flush)
+// or the log closed (ErrClosed).
+func (l *Log) flushFailed(s *Segment, err error) error {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if s != nil && !slices.Contains(l.segments(), s) {
+		l.log.WithError(err).WithField("segment", s.baseOffset).Debug("flush of a segment removed meanwhile failed; ignored")
+		return nil
+	}
+	l.ioFailed(err)
+	return err
+}
+
+// scheduleRollFlushLocked records that the segments below newBase are inactive and must be
+// flushed, with the roll's producer snapshot; unlock starts the roll flusher
+// (UnifiedLog.roll's scheduler.scheduleOnce("flush-log", ...)). Callers hold mu.
+func (l *Log) scheduleRollFlushLocked(newBase int64, snapshot string) {
+	l.mu.rollFlushTo = max(l.mu.rollFlushTo, newBase)
+	if snapshot != "" {
+		l.mu.unsyncedSnapshots = append(l.mu.unsyncedSnapshots, snapshot)
+	}
+}
+
+// rollFlusher flushes up to the newest rolled segment until no roll flush is due or the
+// log closes. Started by unlock; Close waits for it.
+func (l *Log) rollFlusher() {
+	defer l.flushWG.Done()
+	for {
+		l.mu.Lock()
+		upTo := l.mu.rollFlushTo
+		l.mu.rollFlushTo = 0
+		if upTo == 0 || l.closed.Load() {
+			l.mu.rollFlusherOn = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		// An error took the log offline (flushTo reported it); nothing to retry.
+		_ = l.flushTo(upTo, false)
+	}
+}
+
+// markFlushedLocked moves the recovery point to upTo after an fsync of the segment based
+// at segBase only (flush.messages), if every older segment is synced already: a roll's
+// flush of the older ones may still be running. Callers hold mu.
+func (l *Log) markFlushedLocked(segBase, upTo int64) {
+	if rp := l.recoveryPoint.Load(); rp >= segBase && upTo > rp {
+		l.recoveryPoint.Store(upTo)
+	}
+}
+
 // Close flushes nothing (the manager flushes first at clean shutdown), trims the active
-// segment's indexes and closes every file.
+// segment's indexes and closes every file. It waits for a running flush and for the roll
+// flusher to end.
 func (l *Log) Close() error {
+	l.flushMu.Lock()
+	err := l.close()
+	l.flushMu.Unlock()
+	l.flushWG.Wait()
+	return err
+}
+
+func (l *Log) close() error {
 	l.mu.Lock()
 	defer l.unlock()
 	if l.closed.Load() {
@@ -515,11 +649,20 @@ func (l *Log) IsOffline() bool {
 }
 
 // unlock releases mu and then reports an I/O error recorded under it, so the manager's
-// callback never runs under the log lock.
+// callback never runs under the log lock, and starts the roll flusher if a roll made a
+// flush due.
 func (l *Log) unlock() {
 	err := l.mu.pendingIOErr
 	l.mu.pendingIOErr = nil
+	startFlusher := l.mu.rollFlushTo > 0 && !l.mu.rollFlusherOn && !l.closed.Load() && !l.mu.offline
+	if startFlusher {
+		l.mu.rollFlusherOn = true
+		l.flushWG.Add(1)
+	}
 	l.mu.Unlock()
+	if startFlusher {
+		go l.rollFlusher()
+	}
 	if err != nil && l.onIOError != nil {
 		l.onIOError(err)
 	}

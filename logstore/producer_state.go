@@ -505,8 +505,15 @@ func (m *producerStateManager) setSnapshots(names map[string]bool) {
 // takeSnapshot writes the state as of mapEndOffset (ProducerStateManager.takeSnapshot),
 // unless a snapshot at that offset already exists.
 func (m *producerStateManager) takeSnapshot() error {
+	_, err := m.takeSnapshotWith(WriteFileAtomic)
+	return err
+}
+
+// takeSnapshotWith is takeSnapshot writing the file with write; it returns the path written
+// ("" if the snapshot existed). A roll writes without fsync (Kafka's takeSnapshot(false)).
+func (m *producerStateManager) takeSnapshotWith(write func(fsys FS, path string, data []byte) error) (string, error) {
 	if m.mapEndOffset <= m.lastSnapOffset && m.hasSnapshot(m.mapEndOffset) {
-		return nil
+		return "", nil
 	}
 	entries := make([]*producerStateEntry, 0, len(m.producers))
 	for _, e := range m.producers {
@@ -514,15 +521,15 @@ func (m *producerStateManager) takeSnapshot() error {
 	}
 	data := encodeProducerSnapshot(entries)
 	path := ProducerSnapshotFileName(m.dir, m.mapEndOffset)
-	if err := WriteFileAtomic(m.fs, path, data); err != nil {
-		return fmt.Errorf("%w: write producer snapshot %s: %v", ErrKafkaStorage, path, err)
+	if err := write(m.fs, path, data); err != nil {
+		return "", fmt.Errorf("%w: write producer snapshot %s: %v", ErrKafkaStorage, path, err)
 	}
 	if !m.hasSnapshot(m.mapEndOffset) {
 		m.snapshots = append(m.snapshots, m.mapEndOffset)
 		sort.Slice(m.snapshots, func(i, j int) bool { return m.snapshots[i] < m.snapshots[j] })
 	}
 	m.lastSnapOffset = m.mapEndOffset
-	return nil
+	return path, nil
 }
 
 func (m *producerStateManager) hasSnapshot(off int64) bool {

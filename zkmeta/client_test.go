@@ -757,3 +757,51 @@ func TestFeatureProducerIDsAndLogDirEvents(t *testing.T) {
 		t.Fatal(id, err)
 	}
 }
+
+// A subscriber that reads nothing while the session expires twice still gets every session
+// event afterwards, in order: both expiries (with the sessions they ended) and both new
+// sessions. Nothing is dropped.
+func TestSlowSessionSubscriberSeesEveryExpiry(t *testing.T) {
+	log, logs := testLogger(t)
+	proxy := zktest.StartProxy(t, zkServer.Addr())
+	const timeout = 1 * time.Second // ZooKeeper's minimum with tickTime 500
+	c := connectTo(t, proxy.Connect(chrootFor(t)), timeout, log)
+	other := connectTo(t, zkServer.Connect(chrootFor(t)), 4*time.Second, log)
+	slow, fast := c.SessionEvents(), c.SessionEvents()
+
+	var want []SessionEvent
+	for round := 0; round < 2; round++ {
+		old := c.SessionID()
+		if _, err := c.Create("/alive", nil, Ephemeral); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Partition()
+		waitFor(t, 10*time.Second, "the server to expire the session", func() bool {
+			ok, _, err := other.Exists("/alive")
+			return err == nil && !ok
+		})
+		proxy.Heal()
+		if ev := recvSession(t, fast, 10*time.Second); ev.Type != SessionExpired || ev.SessionID != old {
+			t.Fatalf("round %d: fast subscriber got %+v, want SessionExpired of 0x%x", round, ev, old)
+		}
+		ev := recvSession(t, fast, 10*time.Second)
+		if ev.Type != SessionReestablished || ev.SessionID == old {
+			t.Fatalf("round %d: fast subscriber got %+v, want SessionReestablished", round, ev)
+		}
+		want = append(want, SessionEvent{Type: SessionExpired, SessionID: old}, ev)
+	}
+
+	for i, w := range want {
+		if got := recvSession(t, slow, time.Second); got != w {
+			t.Fatalf("slow subscriber event %d = %+v, want %+v", i, got, w)
+		}
+	}
+	select {
+	case ev := <-slow:
+		t.Fatalf("unexpected extra event %+v", ev)
+	default:
+	}
+	if strings.Contains(logs.String(), "dropped") {
+		t.Fatalf("an event was dropped:\n%s", logs.String())
+	}
+}

@@ -127,6 +127,7 @@ type Client struct {
 	connected   chan struct{} // closed once the first session is up
 	closeOnce   sync.Once
 	watchers    sync.WaitGroup // one goroutine per armed watch
+	subsWG      sync.WaitGroup // one delivery goroutine per SessionEvents subscriber
 
 	// Raw go-zookeeper events, queued by its callback (which must not block).
 	evMu     sync.Mutex
@@ -142,7 +143,7 @@ type Client struct {
 		hadSession   bool
 		lastState    zk.State
 		stateCh      chan struct{} // closed and replaced on every state change
-		subs         []chan SessionEvent
+		subs         []*sessionSub
 		registered   *BrokerInfo // last RegisterBroker, for ReRegisterBroker
 	}
 }
@@ -227,9 +228,12 @@ func (c *Client) Close() error {
 		c.conn.Close()
 		<-c.sessionDone
 		c.watchers.Wait()
+		// sessionLoop has ended, so no event is queued any more; the delivery goroutines
+		// stop on quit. Events a subscriber had not taken are dropped with the channel.
+		c.subsWG.Wait()
 		c.mu.Lock()
-		for _, ch := range c.mu.subs {
-			close(ch)
+		for _, sub := range c.mu.subs {
+			close(sub.out)
 		}
 		c.mu.subs = nil
 		c.mu.Unlock()
@@ -253,19 +257,95 @@ func (c *Client) State() string { return c.conn.State().String() }
 // Chroot is the chroot from zookeeper.connect ("" if none).
 func (c *Client) Chroot() string { return c.chroot }
 
-// SessionEvents returns a new channel that receives every later session event (each caller
-// gets its own; broker and controller can both listen). Buffered; a reader that falls 64
-// events behind loses events (logged). Closed by Close.
+// SessionEvents returns a new channel that receives every later session event, in order
+// (each caller gets its own; broker and controller can both listen). None is lost, however
+// late the reader: a SessionExpired missed would leave a broker or controller acting on a
+// dead session. Closed by Close.
 func (c *Client) SessionEvents() <-chan SessionEvent {
-	ch := make(chan SessionEvent, 64)
+	sub := &sessionSub{out: make(chan SessionEvent, 1), wake: make(chan struct{}, 1)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
-		close(ch)
-		return ch
+		close(sub.out)
+		return sub.out
 	}
-	c.mu.subs = append(c.mu.subs, ch)
-	return ch
+	c.mu.subs = append(c.mu.subs, sub)
+	c.subsWG.Add(1)
+	go c.deliver(sub)
+	return sub.out
+}
+
+// sessionSub is one SessionEvents subscriber: a one-slot channel and, behind it, a queue
+// that a delivery goroutine drains into the channel as the subscriber reads.
+//
+// The queue is not bounded and not coalesced. It cannot grow fast: each SessionExpired
+// needs the server to have heard nothing for a whole session timeout, and each expiry
+// queues two events. Coalescing it would be wrong: the controller matches SessionExpired
+// against the session its term was elected in, so folding the expiries of two sessions
+// into one event could hide the one that ends its term.
+type sessionSub struct {
+	out  chan SessionEvent // cap 1; closed by Close
+	wake chan struct{}     // cap 1; a non-blocking send says the queue grew
+
+	mu     sync.Mutex // leaf; guards queued only, no send under it
+	queued []SessionEvent
+}
+
+// publish hands ev to the subscriber without blocking: straight into the channel's slot
+// when it is free and nothing is queued ahead (so a reader that checks the channel right
+// after the state change sees the event, as before), else onto the queue. Only sessionLoop
+// calls it, so the queue cannot fill between the check and the send.
+func (s *sessionSub) publish(ev SessionEvent) {
+	s.mu.Lock()
+	empty := len(s.queued) == 0
+	s.mu.Unlock()
+	if empty {
+		select {
+		case s.out <- ev:
+			return
+		default:
+		}
+	}
+	s.mu.Lock()
+	s.queued = append(s.queued, ev)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deliver moves queued events into the subscriber's channel, waiting for the subscriber to
+// read, until Close.
+func (c *Client) deliver(s *sessionSub) {
+	defer c.subsWG.Done()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-s.wake:
+		}
+		for {
+			s.mu.Lock()
+			if len(s.queued) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			ev := s.queued[0]
+			s.mu.Unlock()
+			select {
+			case s.out <- ev:
+			case <-c.quit:
+				return
+			}
+			// Dequeue only once sent: publish sees a non-empty queue until then and queues
+			// behind it, so the order holds.
+			s.mu.Lock()
+			s.queued[0] = SessionEvent{}
+			s.queued = s.queued[1:]
+			s.mu.Unlock()
+		}
+	}
 }
 
 // onZKEvent runs on go-zookeeper's goroutines: queue and return.
@@ -338,16 +418,14 @@ func (c *Client) handleState(st zk.State) {
 	c.mu.lastState = st
 	close(c.mu.stateCh)
 	c.mu.stateCh = make(chan struct{})
+	subs := c.mu.subs
+	c.mu.Unlock()
 	if publish != nil {
-		for _, ch := range c.mu.subs {
-			select {
-			case ch <- *publish:
-			default:
-				c.log.WithField("event", publish.Type.String()).Error("session event dropped: subscriber not reading")
-			}
+		// Only sessionLoop publishes, so subscribers see events in state-change order.
+		for _, sub := range subs {
+			sub.publish(*publish)
 		}
 	}
-	c.mu.Unlock()
 }
 
 // waitConnected blocks until there is a session or the client closes.

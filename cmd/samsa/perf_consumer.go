@@ -6,6 +6,9 @@ package main
 //
 // Deviations: --show-detailed-stats prints the same per-interval columns; --print-metrics is
 // accepted and ignored (franz-go has no Java metrics); --socket-buffer-size is accepted.
+// From --consumer.config only the settings franz-go has are applied (client.id,
+// isolation.level, fetch.min.bytes, fetch.max.bytes, fetch.max.wait.ms, enable.auto.commit);
+// group.id and auto.offset.reset are the flags', as in Kafka.
 
 import (
 	"context"
@@ -13,7 +16,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,6 +100,12 @@ func parseConsumerPerfArgs(args []string, stderr io.Writer) (*consumerPerfOpts, 
 	return o, fs, nil
 }
 
+// autoCommit is enable.auto.commit (default true).
+func (o *consumerPerfOpts) autoCommit() bool {
+	v, ok := o.props["enable.auto.commit"]
+	return !ok || isTrue(v)
+}
+
 // javaDateLayout turns the SimpleDateFormat letters Kafka's tools use into a Go layout.
 func javaDateLayout(f string) string {
 	r := strings.NewReplacer("yyyy", "2006", "yy", "06", "MM", "01", "dd", "02", "HH", "15",
@@ -131,10 +142,10 @@ func formatConsumerPerf(r consumerPerfResult, layout string) string {
 	elapsedSec := float64(r.End.Sub(r.Start).Milliseconds()) / 1000
 	fetchMs := r.End.Sub(r.Start).Milliseconds() - r.JoinTime.Milliseconds()
 	mb := float64(r.Bytes) / (1024 * 1024)
-	return fmt.Sprintf("%s, %s, %.4f, %.4f, %d, %.4f, %d, %d, %.4f, %.4f",
-		formatJavaDate(r.Start, layout), formatJavaDate(r.End, layout), mb, javaDiv(mb, elapsedSec), r.Messages,
-		javaDiv(float64(r.Messages), elapsedSec), r.JoinTime.Milliseconds(), fetchMs,
-		javaDiv(mb, float64(fetchMs)/1000), javaDiv(float64(r.Messages), float64(fetchMs)/1000))
+	return fmt.Sprintf("%s, %s, %s, %s, %d, %s, %d, %d, %s, %s",
+		formatJavaDate(r.Start, layout), formatJavaDate(r.End, layout), javaF4(mb), javaF4(javaDiv(mb, elapsedSec)), r.Messages,
+		javaF4(javaDiv(float64(r.Messages), elapsedSec)), r.JoinTime.Milliseconds(), fetchMs,
+		javaF4(javaDiv(mb, float64(fetchMs)/1000)), javaF4(javaDiv(float64(r.Messages), float64(fetchMs)/1000)))
 }
 
 // formatConsumerProgress is printConsumerProgress (--show-detailed-stats): interval figures.
@@ -147,33 +158,80 @@ func formatConsumerProgress(bytes, lastBytes, msgs, lastMsgs int64, start, end t
 		fetchMBs = 1000 * intervalMB / float64(fetchMs)
 		fetchMsgs = 1000 * float64(msgs-lastMsgs) / float64(fetchMs)
 	}
-	return fmt.Sprintf("%s, %d, %.4f, %.4f, %d, %.4f, %d, %d, %.4f, %.4f",
-		formatJavaDate(end, layout), 0, float64(bytes)/(1024*1024), javaDiv(1000*intervalMB, elapsedMs), msgs,
-		javaDiv(float64(msgs-lastMsgs), elapsedMs)*1000, join.Milliseconds(), fetchMs, fetchMBs, fetchMsgs)
+	return fmt.Sprintf("%s, %d, %.4f, %s, %d, %s, %d, %d, %.4f, %.4f",
+		formatJavaDate(end, layout), 0, float64(bytes)/(1024*1024), javaF4(javaDiv(1000*intervalMB, elapsedMs)), msgs,
+		javaF4(javaDiv(float64(msgs-lastMsgs), elapsedMs)*1000), join.Milliseconds(), fetchMs, fetchMBs, fetchMsgs)
 }
 
 // javaDiv divides as Java doubles do: x/0 is ±Inf or NaN rather than a panic.
 func javaDiv(a, b float64) float64 { return a / b }
 
-func consumerPerfClientOpts(o *consumerPerfOpts, onAssigned func()) []kgo.Opt {
+// javaF4 is Java's String.format("%.4f", v): Infinity, -Infinity and NaN by name, where
+// Go would print +Inf, -Inf and NaN.
+func javaF4(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "Infinity"
+	case math.IsInf(v, -1):
+		return "-Infinity"
+	case math.IsNaN(v):
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+// nowMs is System.currentTimeMillis(): the tool's times are whole milliseconds, so the
+// printed start and end differ by exactly the elapsed time the rates use.
+func nowMs() time.Time { return time.UnixMilli(time.Now().UnixMilli()) }
+
+func consumerPerfClientOpts(o *consumerPerfOpts, onAssigned func()) ([]kgo.Opt, error) {
 	reset := kgo.NewOffset().AtStart()
 	if o.fromLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
+	clientID := "perf-consumer-client"
+	if v, ok := o.props["client.id"]; ok {
+		clientID = v
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(splitServers(o.bootstrap)...),
-		kgo.ClientID("perf-consumer-client"),
+		kgo.ClientID(clientID),
 		kgo.ConsumerGroup(o.group),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchMaxPartitionBytes(int32(o.fetchSize)),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { onAssigned() }),
 	}
+	if o.props["isolation.level"] == "read_committed" {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	if !o.autoCommit() {
+		opts = append(opts, kgo.DisableAutoCommit())
+	}
+	for _, k := range []string{"fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms"} {
+		v, ok := o.props[k]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("Invalid value %s for configuration %s: Not a number of type INT", v, k)
+		}
+		switch k {
+		case "fetch.min.bytes":
+			opts = append(opts, kgo.FetchMinBytes(int32(n)))
+		case "fetch.max.bytes":
+			opts = append(opts, kgo.FetchMaxBytes(int32(n)))
+		case "fetch.max.wait.ms":
+			opts = append(opts, kgo.FetchMaxWait(time.Duration(n)*time.Millisecond))
+		}
+	}
 	if o.include != "" {
-		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(o.include))
+		// Java's Pattern subscription matches whole topic names; franz-go's regex finds.
+		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics("^(?:"+o.include+")$"))
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(o.topic))
 	}
-	return opts
+	return opts, nil
 }
 
 // runConsumerPerfTest is kafka-consumer-perf-test.sh.
@@ -188,38 +246,50 @@ func runConsumerPerfTest(args []string, _ io.Reader, stdout, stderr io.Writer) i
 	// ConsumerPerfRebListener: the time from start (or the last revocation) to the first
 	// assignment counts as rebalance time, not fetch time.
 	var mu sync.Mutex
-	joinStart := time.Now()
+	joinStart := nowMs()
 	var joinTime, joinRound time.Duration
 	assigned := false
 	onAssigned := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !assigned {
-			d := time.Since(joinStart)
+			d := nowMs().Sub(joinStart)
 			joinTime += d
 			joinRound += d
 		}
 		assigned = true
 	}
-	opts := append(consumerPerfClientOpts(o, onAssigned),
-		kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) {
-			mu.Lock()
-			assigned, joinStart = false, time.Now()
-			mu.Unlock()
-		}))
+	opts, err := consumerPerfClientOpts(o, onAssigned)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	opts = append(opts, kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+		// A revoke callback replaces franz-go's default one, and with it the commit of
+		// what was consumed; KafkaConsumer commits it on rebalance and on close when
+		// enable.auto.commit is on, so a second run on the same --group starts after it.
+		if o.autoCommit() {
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+				fmt.Fprintf(stderr, "WARN offset commit failed: %v\n", err)
+			}
+		}
+		mu.Lock()
+		assigned, joinStart = false, nowMs()
+		mu.Unlock()
+	}))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	start := time.Now()
+	start := nowMs()
 	var bytes, msgs, lastBytes, lastMsgs int64
 	lastReport, lastConsumed := start, start
 	for msgs < o.messages && time.Since(lastConsumed) <= o.timeout {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		fetches := cl.PollFetches(ctx)
 		cancel()
-		now := time.Now()
+		now := nowMs()
 		for _, fe := range fetches.Errors() {
 			if !errors.Is(fe.Err, context.DeadlineExceeded) {
 				fmt.Fprintf(stderr, "WARN fetch %s-%d: %v\n", fe.Topic, fe.Partition, fe.Err)
@@ -246,11 +316,13 @@ func runConsumerPerfTest(args []string, _ io.Reader, stdout, stderr io.Writer) i
 	if msgs < o.messages {
 		fmt.Fprintf(stdout, "WARNING: Exiting before consuming the expected number of messages: timeout (%d ms) exceeded. You can use the --timeout option to increase the timeout.\n", o.timeout.Milliseconds())
 	}
-	end := time.Now()
-	cl.Close()
+	end := nowMs()
+	// The rebalance time is what the consume loop saw: Close may still finish a join (and
+	// call onAssigned) that Kafka's consumer, which joins only inside poll, never made.
 	mu.Lock()
 	jt := joinTime
 	mu.Unlock()
+	cl.Close()
 	if !o.detailed {
 		fmt.Fprintln(stdout, formatConsumerPerf(consumerPerfResult{Start: start, End: end, Bytes: bytes, Messages: msgs, JoinTime: jt}, o.dateFormat))
 	}

@@ -164,6 +164,100 @@ func TestParseRecordNoAllocWithoutHeaders(t *testing.T) {
 	}
 }
 
+// TestRecordIter: the iterator sees what ForEachRecord sees, ends with the same errors,
+// and walks a plain batch without allocating, whatever its record count.
+func TestRecordIter(t *testing.T) {
+	for _, c := range []Codec{None, Zstd} {
+		b, _ := Build(testHeader(10), testRecords(10), c)
+		it, err := b.Iter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := testRecords(10)
+		var r Record
+		n := 0
+		for it.Next(&r, true) {
+			if w := want[n]; r.OffsetDelta != w.OffsetDelta || !bytes.Equal(r.Key, w.Key) || !bytes.Equal(r.Value, w.Value) || len(r.Headers) != len(w.Headers) {
+				t.Fatalf("%s record %d: got %+v want %+v", c, n, r, w)
+			}
+			n++
+		}
+		if err := it.Err(); err != nil || n != 10 {
+			t.Fatalf("%s: %v after %d records", c, err, n)
+		}
+		if it.Next(&r, true) {
+			t.Fatalf("%s: Next after the end", c)
+		}
+	}
+
+	plain, _ := Build(testHeader(4), testRecords(4), None)
+	tests := []struct {
+		name string
+		edit func(Batch) Batch
+		want int // records seen before the error
+	}{
+		{"count above records", func(b Batch) Batch { binary.BigEndian.PutUint32(b[offRecordCount:], 5); return b }, 4},
+		{"count below records", func(b Batch) Batch { binary.BigEndian.PutUint32(b[offRecordCount:], 3); return b }, 3},
+		{"negative count", func(b Batch) Batch { binary.BigEndian.PutUint32(b[offRecordCount:], 0xffffffff); return b }, 0},
+		{"truncated record", func(b Batch) Batch { return b[:len(b)-3] }, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.edit(append(Batch(nil), plain...))
+			it, err := b.Iter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r Record
+			n := 0
+			for it.Next(&r, false) {
+				n++
+			}
+			if !errors.Is(it.Err(), ErrCorrupt) || n != tt.want {
+				t.Fatalf("err %v after %d records, want ErrCorrupt after %d", it.Err(), n, tt.want)
+			}
+			if err := b.ForEachRecord(false, nil); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("ForEachRecord: %v", err)
+			}
+		})
+	}
+
+	big, _ := Build(testHeader(1000), testRecords(1000), None)
+	allocs := testing.AllocsPerRun(50, func() {
+		it, _ := big.Iter()
+		var r Record
+		for it.Next(&r, false) {
+		}
+		if it.Err() != nil {
+			t.Fatal(it.Err())
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocs walking 1000 plain records", allocs)
+	}
+}
+
+// BenchmarkRecordIter: walking a plain batch's records in place, as the append path does.
+func BenchmarkRecordIter(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		batch, _ := Build(testHeader(n), testRecords(n), None)
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				it, _ := batch.Iter()
+				var r Record
+				for it.Next(&r, false) {
+				}
+				if it.Err() != nil {
+					b.Fatal(it.Err())
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+	}
+}
+
 func FuzzValidate(f *testing.F) {
 	for _, c := range []Codec{None, Gzip, Snappy, LZ4, Zstd} {
 		b, _ := Build(testHeader(3), testRecords(3), c)

@@ -134,40 +134,81 @@ func ParseRecord(b []byte, r *Record, withHeaders bool) error {
 // ForEachRecord decodes the batch's records (decompressing if needed) and calls fn for each,
 // checking that exactly RecordCount records fill the section. r is reused between calls.
 func (b Batch) ForEachRecord(withHeaders bool, fn func(r *Record) error) error {
-	data := b.Records()
-	if c := b.Codec(); c != None {
-		var err error
-		if data, err = Decompress(c, data); err != nil {
-			return err
-		}
-	}
-	return forEachRecord(data, b.RecordCount(), withHeaders, fn)
-}
-
-func forEachRecord(data []byte, count int32, withHeaders bool, fn func(r *Record) error) error {
-	if count < 0 {
-		return corrupt("negative record count %d", count)
+	it, err := b.Iter()
+	if err != nil {
+		return err
 	}
 	var r Record
-	for i := int32(0); i < count; i++ {
-		if len(data) == 0 {
-			return corrupt("batch ends after %d of %d records", i, count)
-		}
-		if err := ParseRecord(data, &r, withHeaders); err != nil {
-			return err
-		}
-		data = data[r.Size:]
+	for it.Next(&r, withHeaders) {
 		if fn != nil {
 			if err := fn(&r); err != nil {
 				return err
 			}
 		}
 	}
-	if len(data) != 0 {
-		return corrupt("%d bytes after the last of %d records", len(data), count)
-	}
-	return nil
+	return it.Err()
 }
+
+// RecordIter walks a batch's records where they lie (in the batch, or in its decompressed
+// records), parsing each record's fields without copying or allocating. Unlike
+// ForEachRecord it takes no callback, so the caller's Record can stay on its stack: the
+// append path validates every record of every produce batch with it.
+type RecordIter struct {
+	data  []byte
+	i, n  int32
+	err   error
+	ended bool
+}
+
+// Iter returns an iterator over the batch's records, decompressing them first if needed.
+func (b Batch) Iter() (RecordIter, error) {
+	data := b.Records()
+	if c := b.Codec(); c != None {
+		var err error
+		if data, err = Decompress(c, data); err != nil {
+			return RecordIter{}, err
+		}
+	}
+	return newRecordIter(data, b.RecordCount()), nil
+}
+
+func newRecordIter(data []byte, count int32) RecordIter {
+	it := RecordIter{data: data, n: count}
+	if count < 0 {
+		it.err, it.ended = corrupt("negative record count %d", count), true
+	}
+	return it
+}
+
+// Next parses the next record into r and reports whether there was one. After it returns
+// false, Err tells whether the records section was malformed: a record that does not
+// parse, fewer than RecordCount records, or bytes after the last one.
+func (it *RecordIter) Next(r *Record, withHeaders bool) bool {
+	if it.ended {
+		return false
+	}
+	if it.i == it.n {
+		it.ended = true
+		if len(it.data) != 0 {
+			it.err = corrupt("%d bytes after the last of %d records", len(it.data), it.n)
+		}
+		return false
+	}
+	if len(it.data) == 0 {
+		it.err, it.ended = corrupt("batch ends after %d of %d records", it.i, it.n), true
+		return false
+	}
+	if err := ParseRecord(it.data, r, withHeaders); err != nil {
+		it.err, it.ended = err, true
+		return false
+	}
+	it.data = it.data[r.Size:]
+	it.i++
+	return true
+}
+
+// Err is the error that ended the walk, nil if every record parsed and filled the section.
+func (it *RecordIter) Err() error { return it.err }
 
 // AppendRecord encodes r (DefaultRecord.writeTo) and appends it to dst.
 func AppendRecord(dst []byte, r *Record) []byte {
