@@ -327,6 +327,9 @@ func runTarget(ctx context.Context, o options, dir string, zk *zktest.Server, tn
 			res.add(w.name, tname, result{na: "n/a: its produce row did not run"})
 			continue
 		}
+		// Start each workload with no dirty pages left by the one before: the kernel's
+		// writeback of a previous produce run would otherwise stall this one's appends.
+		syscall.Sync()
 		runtime.GC()
 		var endProfile func()
 		if o.prof != nil && round == 1 {
