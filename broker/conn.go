@@ -19,12 +19,12 @@ package broker
 // InvalidRequestException.
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -274,6 +274,7 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 	var (
 		sizeBuf [4]byte
 		reuse   []byte // last frame's buffer: requests do not outlive Handle
+		large   []byte // last frame's buffer when above maxReusedFrame, pooled once done
 		connLog = log
 		lastCID *string
 		zc      *zeroCopyFetch // nil unless plain TCP
@@ -286,6 +287,10 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 		idle = 10 * time.Minute
 	}
 	for {
+		if large != nil { // the previous request is done with its bytes
+			putLargeFrame(large)
+			large = nil
+		}
 		c.SetReadDeadline(time.Now().Add(idle))
 		if _, err := io.ReadFull(c, sizeBuf[:]); err != nil {
 			var ne net.Error
@@ -310,6 +315,8 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 		}
 		if cap(body) <= maxReusedFrame {
 			reuse = body
+		} else {
+			large = body
 		}
 		received := time.Now()
 
@@ -433,31 +440,65 @@ func (s *SocketServer) handle(ctx context.Context, rc *RequestContext, req kmsg.
 // maxReusedFrame bounds the per-connection request buffer kept between requests.
 const maxReusedFrame = 1 << 20
 
-// readBody reads a size-byte frame body into buf if it fits. Frames above 1 MiB grow as
-// bytes arrive rather than being allocated up front, so a client that announces 100 MiB
-// and sends 3 bytes costs little.
+// readBody reads a size-byte frame body into buf if it fits. Larger frames come from a
+// pooled buffer of their power-of-two class when one is free; otherwise they grow as bytes
+// arrive rather than being allocated up front, so a client that announces 100 MiB and sends
+// 3 bytes costs little. Give large bodies back with putLargeFrame once the request is done.
 func readBody(r io.Reader, size int32, buf []byte) ([]byte, error) {
-	const direct = maxReusedFrame
-	if size <= direct {
-		var body []byte
-		if int(size) <= cap(buf) {
-			body = buf[:size]
-		} else {
-			body = make([]byte, size)
-		}
+	if int(size) <= cap(buf) {
+		body := buf[:size]
 		_, err := io.ReadFull(r, body)
 		return body, err
 	}
-	var b bytes.Buffer
-	b.Grow(direct)
-	n, err := io.CopyN(&b, r, int64(size))
-	if err != nil {
-		return nil, err
+	if size <= maxReusedFrame {
+		body := make([]byte, size)
+		_, err := io.ReadFull(r, body)
+		return body, err
 	}
-	if n != int64(size) {
-		return nil, io.ErrUnexpectedEOF
+	class := bits.Len32(uint32(size - 1)) // 1<<class >= size
+	if class < len(largeFrames) {
+		if p, ok := largeFrames[class].Get().(*[]byte); ok {
+			body := (*p)[:size]
+			_, err := io.ReadFull(r, body)
+			return body, err
+		}
 	}
-	return b.Bytes(), nil
+	// Double from 1 MiB: the last step lands on exactly 1<<class, so the buffer can be
+	// pooled afterwards.
+	body := make([]byte, 0, maxReusedFrame)
+	for len(body) < int(size) {
+		if len(body) == cap(body) {
+			grown := make([]byte, len(body), min(2*cap(body), 1<<class))
+			copy(grown, body)
+			body = grown
+		}
+		end := min(cap(body), int(size))
+		n, err := io.ReadFull(r, body[len(body):end])
+		body = body[:len(body)+n]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// largeFrames pools request buffers above maxReusedFrame by power-of-two class (index =
+// log2 of the capacity), up to 128 MiB, above socket.request.max.bytes' default of 100 MiB.
+// A producer whose requests carry many 1 MB batches then reuses buffers instead of growing
+// and copying a new one per request, and idle connections hold none.
+var largeFrames [28]sync.Pool // of *[]byte
+
+// putLargeFrame returns a body from readBody to its pool; the request must be finished
+// with it (its bytes alias the buffer).
+func putLargeFrame(b []byte) {
+	c := cap(b)
+	if c <= maxReusedFrame || c&(c-1) != 0 {
+		return
+	}
+	if class := bits.Len(uint(c)) - 1; class < len(largeFrames) {
+		b = b[:0]
+		largeFrames[class].Put(&b)
+	}
 }
 
 func clientIDString(s *string) string {

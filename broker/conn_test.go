@@ -353,9 +353,46 @@ func TestReadBodyGrowsLargeFrames(t *testing.T) {
 	if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		t.Fatalf("err = %v", err)
 	}
-	b, err := readBody(bytes.NewReader(make([]byte, 3<<20)), 3<<20, nil)
-	if err != nil || len(b) != 3<<20 {
-		t.Fatalf("len %d err %v", len(b), err)
+	want := make([]byte, 3<<20+5)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	b, err := readBody(bytes.NewReader(want), int32(len(want)), nil)
+	if err != nil || !bytes.Equal(b, want) {
+		t.Fatalf("len %d err %v, or the bytes differ", len(b), err)
+	}
+	if cap(b) != 4<<20 {
+		t.Fatalf("cap %d, want the 4 MiB class so it can be pooled", cap(b))
+	}
+}
+
+func TestReadBodyReusesLargeFrames(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	src := bytes.Repeat([]byte{1}, 3<<20)
+	first, err := readBody(bytes.NewReader(src), int32(len(src)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putLargeFrame(first)
+	src2 := bytes.Repeat([]byte{2}, 3<<20+100)
+	second, err := readBody(bytes.NewReader(src2), int32(len(src2)), nil)
+	if err != nil || !bytes.Equal(second, src2) {
+		t.Fatalf("err %v, or the bytes differ", err)
+	}
+	if &first[0] != &second[0] {
+		t.Fatal("a large frame of the same class did not reuse the pooled buffer")
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		b, err := readBody(bytes.NewReader(src2), int32(len(src2)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		putLargeFrame(b)
+	})
+	if allocs > 2 { // the reader and the pool's pointer, never the 4 MiB buffer
+		t.Fatalf("%.0f allocations per large frame", allocs)
 	}
 }
 
