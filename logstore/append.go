@@ -391,18 +391,21 @@ func (l *Log) validateAndAssignOffsets(batches []recordbatch.Batch, leaderEpoch 
 			return nil, batchErr(err)
 		}
 		var r recordbatch.Record
+		// Per-batch facts, hoisted out of the per-record loop.
+		compact, batchLogAppendTime := cfg.Compact(), b.LogAppendTime()
+		baseTs, headerMaxTs := b.BaseTimestamp(), b.MaxTimestamp()
 		for i := int32(0); it.Next(&r, false); i++ {
 			if r.OffsetDelta != i {
 				return nil, fmt.Errorf("%w: inner record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
 			}
-			if cfg.Compact() && r.Key == nil {
+			if compact && r.Key == nil {
 				rerrs = append(rerrs, RecordError{BatchIndex: i, Message: "Compacted topic cannot accept message without key in topic partition " + l.tp.String() + "."})
 				sentinel = ErrInvalidRecord
 				continue
 			}
-			ts := b.BaseTimestamp() + r.TimestampDelta
-			if b.LogAppendTime() {
-				ts = b.MaxTimestamp()
+			ts := baseTs + r.TimestampDelta
+			if batchLogAppendTime {
+				ts = headerMaxTs
 			}
 			if !logAppendTime && ts != -1 {
 				if tooOld, tooNew := ts < nowMs-cfg.MessageTimestampBeforeMaxMs, cfg.MessageTimestampAfterMaxMs <= math.MaxInt64-nowMs && ts > nowMs+cfg.MessageTimestampAfterMaxMs; tooOld || tooNew {
@@ -414,7 +417,7 @@ func (l *Log) validateAndAssignOffsets(batches []recordbatch.Batch, leaderEpoch 
 					}
 					continue
 				}
-			} else if b.LogAppendTime() {
+			} else if batchLogAppendTime {
 				rerrs = append(rerrs, RecordError{BatchIndex: i, Message: "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime."})
 				if sentinel == nil {
 					sentinel = ErrInvalidTimestamp

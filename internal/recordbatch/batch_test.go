@@ -298,3 +298,32 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// TestReadVarintFastPaths: the one- and two-byte shortcuts agree with encoding/binary for
+// every encoding of that length, including overlong ones.
+func TestReadVarintFastPaths(t *testing.T) {
+	check := func(b []byte) {
+		t.Helper()
+		want, wn := binary.Varint(b)
+		got, n, err := readVarint(b)
+		if err != nil || n != wn || int64(got) != want {
+			t.Fatalf("readVarint(%x) = %d, %d, %v; want %d, %d", b, got, n, err, want, wn)
+		}
+		got64, n, err := readVarlong(b)
+		if err != nil || n != wn || got64 != want {
+			t.Fatalf("readVarlong(%x) = %d, %d, %v; want %d, %d", b, got64, n, err, want, wn)
+		}
+	}
+	for b0 := 0; b0 < 256; b0++ {
+		if b0 < 0x80 {
+			check([]byte{byte(b0), 0xff})
+			continue
+		}
+		for b1 := 0; b1 < 0x80; b1++ {
+			check([]byte{byte(b0), byte(b1), 0xff})
+		}
+	}
+	if _, _, err := readVarint([]byte{0x80}); err == nil {
+		t.Fatal("truncated varint accepted")
+	}
+}

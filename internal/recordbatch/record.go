@@ -30,6 +30,20 @@ func corrupt(format string, a ...any) error {
 
 // readVarint reads a zigzag varint that must fit int32 (at most 5 bytes).
 func readVarint(b []byte) (int32, int, error) {
+	// Lengths, deltas and counts almost always take one or two bytes: decode those inline
+	// (the append path walks every record of every produce batch).
+	if len(b) > 0 && b[0] < 0x80 {
+		u := uint32(b[0])
+		return int32(u>>1) ^ -int32(u&1), 1, nil
+	}
+	if len(b) > 1 && b[1] < 0x80 {
+		u := uint32(b[0]&0x7f) | uint32(b[1])<<7
+		return int32(u>>1) ^ -int32(u&1), 2, nil
+	}
+	return readVarintSlow(b)
+}
+
+func readVarintSlow(b []byte) (int32, int, error) {
 	v, n := binary.Varint(b)
 	if n <= 0 || n > 5 || v > 0x7fffffff || v < -0x80000000 {
 		return 0, 0, corrupt("bad varint")
@@ -38,6 +52,10 @@ func readVarint(b []byte) (int32, int, error) {
 }
 
 func readVarlong(b []byte) (int64, int, error) {
+	if len(b) > 0 && b[0] < 0x80 {
+		u := uint64(b[0])
+		return int64(u>>1) ^ -int64(u&1), 1, nil
+	}
 	v, n := binary.Varint(b)
 	if n <= 0 {
 		return 0, 0, corrupt("bad varlong")
