@@ -5,9 +5,10 @@ package main
 // flags, a progress line every 5 s and the same final line, over a franz-go producer.
 //
 // Idempotence follows the Java producer's 3.x default: on unless enable.idempotence=false,
-// or acks is not all and enable.idempotence is unset. Deviations: payloads come from a pool of 64 random A–Z payloads instead of
-// being regenerated per record (less client CPU, same bytes on the wire); latency is kept in
-// microseconds and printed in Kafka's units; transactions and --payload-file are not supported.
+// or acks is not all and enable.idempotence is unset. Deviations: payloads come from a pool
+// of 64 random A–Z payloads instead of being regenerated per record (less client CPU, same
+// bytes on the wire); latency is kept in microseconds and printed in Kafka's units;
+// transactions and --payload-file are not supported.
 
 import (
 	"context"
