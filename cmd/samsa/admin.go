@@ -1,8 +1,8 @@
 package main
 
-// What the admin tools (topics, configs, leader-election, reassign-partitions) share: the
-// client they run with, and counting the actions given, as Kafka's *Command classes check
-// "exactly one action".
+// What the admin tools (topics, configs, consumer-groups, leader-election,
+// reassign-partitions) share: the client they run with, and counting the actions given, as
+// Kafka's *Command classes check "exactly one action".
 
 import (
 	"context"

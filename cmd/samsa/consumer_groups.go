@@ -69,12 +69,7 @@ func parseGroupsArgs(args []string, stderr io.Writer) (*groupsOpts, error) {
 	if timeoutMs.set {
 		o.timeout = time.Duration(timeoutMs.v) * time.Millisecond
 	}
-	n := 0
-	for _, b := range []bool{o.list, o.describe, o.del, o.deleteOffsets, o.resetOffsets} {
-		if b {
-			n++
-		}
-	}
+	n := countSet(o.list, o.describe, o.del, o.deleteOffsets, o.resetOffsets)
 	switch {
 	case o.bootstrap == "":
 		return nil, usageErr("Missing required argument \"[bootstrap-server]\"")
@@ -96,36 +91,30 @@ func runConsumerGroups(args []string, _ io.Reader, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		return 1
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitServers(o.bootstrap)...), kgo.ClientID("adminclient-1"))
-	if err != nil {
-		fmt.Fprintln(stderr, "Error: "+err.Error())
-		return 1
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
-	defer cancel()
-	if o.allGroups {
-		listed, err := adm.ListGroups(ctx)
-		if err != nil {
-			fmt.Fprintln(stderr, "Error: "+err.Error())
-			return 1
+	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
+		adm := kadm.NewClient(cl)
+		if o.allGroups {
+			listed, err := adm.ListGroups(ctx)
+			if err != nil {
+				return err
+			}
+			o.groups = listed.Groups()
+			sort.Strings(o.groups)
 		}
-		o.groups = listed.Groups()
-		sort.Strings(o.groups)
-	}
-	switch {
-	case o.list:
-		err = groupsList(ctx, adm, o, stdout)
-	case o.describe:
-		err = groupsDescribe(ctx, adm, o, stdout)
-	case o.del:
-		err = groupsDelete(ctx, adm, o, stdout)
-	case o.deleteOffsets:
-		err = groupsDeleteOffsets(ctx, adm, o, stdout)
-	case o.resetOffsets:
-		err = groupsResetOffsets(ctx, adm, o, stdout)
-	}
+		switch {
+		case o.list:
+			return groupsList(ctx, adm, o, stdout)
+		case o.describe:
+			return groupsDescribe(ctx, adm, o, stdout)
+		case o.del:
+			return groupsDelete(ctx, adm, o, stdout)
+		case o.deleteOffsets:
+			return groupsDeleteOffsets(ctx, adm, o, stdout)
+		case o.resetOffsets:
+			return groupsResetOffsets(ctx, adm, o, stdout)
+		}
+		return nil
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, "Error: "+err.Error())
 		return 1
