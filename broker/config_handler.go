@@ -6,7 +6,8 @@ package broker
 // processed, re-reads the entity's config from /config/<type>/<name> (the notification is only
 // a trigger) and applies a topic's new overrides to the live logs of that topic
 // (Log.SetConfig: retention, segment size, cleanup policy, min ISR... take effect from the
-// next append, roll or retention pass, without a restart). Notifications older than 15
+// next append, roll or retention pass, without a restart); a log a LeaderAndIsr is creating
+// meanwhile re-reads the config when created (LogManager.topicConfigUpdated). Notifications older than 15
 // minutes are deleted on each pass (changeExpirationMs), as every broker does in Kafka.
 // Deviations: broker, client, user and ip entities are logged and not applied (samsa has no
 // dynamic broker configs or quotas); throttled-replica lists are stored but not enforced.
@@ -33,6 +34,9 @@ const configChangeExpiration = 15 * time.Minute
 type configChangeListener struct {
 	zk   *zkmeta.Client
 	logs func() []*logstore.Log
+	// topicConfigUpdated (LogManager.topicConfigUpdated) flags the topic's logs being
+	// created, whose config may have been read before the change.
+	topicConfigUpdated func(topic string)
 	// topicChanged tells this broker's controller (a no-op unless active), for
 	// unclean.leader.election.enable (KafkaController.enableTopicUncleanLeaderElection).
 	topicChanged func(topic string)
@@ -47,13 +51,14 @@ type configChangeListener struct {
 // startConfigChangeListener starts the listener under the broker's run context and wait group.
 func (b *Broker) startConfigChangeListener() {
 	l := &configChangeListener{
-		zk:           b.zk,
-		logs:         b.logs.AllLogs,
-		topicChanged: b.ctrl.TopicConfigChanged,
-		brokerProps:  b.cfg.Props,
-		log:          b.log.WithField("component", "config.change"),
-		now:          time.Now,
-		lastExecuted: -1,
+		zk:                 b.zk,
+		logs:               b.logs.AllLogs,
+		topicConfigUpdated: b.logs.TopicConfigUpdated,
+		topicChanged:       b.ctrl.TopicConfigChanged,
+		brokerProps:        b.cfg.Props,
+		log:                b.log.WithField("component", "config.change"),
+		now:                time.Now,
+		lastExecuted:       -1,
 	}
 	b.wg.Add(1)
 	go func() {
@@ -167,8 +172,12 @@ func (l *configChangeListener) processNotification(path string, data []byte) {
 
 // applyTopicConfig is TopicConfigHandler.processConfigChanges → LogManager.updateTopicConfig:
 // rebuild the LogConfig from the broker props and the new overrides and swap it into every
-// local log of the topic.
+// local log of the topic. Logs being created are flagged first (they re-read the config when
+// done), so a log that is not yet listed here still ends up with the new config.
 func (l *configChangeListener) applyTopicConfig(topic string, overrides map[string]string) {
+	if l.topicConfigUpdated != nil {
+		l.topicConfigUpdated(topic)
+	}
 	var logs []*logstore.Log
 	for _, lg := range l.logs() {
 		if lg.TopicPartition().Topic == topic {

@@ -32,6 +32,8 @@ type LogManager interface {
 	GetOrCreateLog(tp logstore.TopicPartition, topicID [16]byte, cfg logstore.LogConfig) (*logstore.Log, error)
 	GetLog(tp logstore.TopicPartition) (*logstore.Log, bool)
 	DeleteLog(tp logstore.TopicPartition) error
+	InitializingLog(tp logstore.TopicPartition) *logstore.LogInit
+	FinishedInitializingLog(li *logstore.LogInit) (reload bool)
 }
 
 var _ LogManager = (*logstore.Manager)(nil)
@@ -315,17 +317,23 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 
 	// Topic configs live in ZooKeeper: read them before taking stateMu, so a slow ZooKeeper
 	// does not hold up the controller's other requests (Kafka reads them under the lock, in
-	// getOrCreateLog). Only topics with a partition whose log is missing are read.
+	// getOrCreateLog). Only topics with a partition whose log is missing are read. Each
+	// missing log is registered with the LogManager before the read: a topic config change
+	// that lands before the log exists updates only the existing logs, and is caught and
+	// re-read for the new one in finishInitializingLogs.
 	configs := map[string]topicConfig{}
+	inits := map[logstore.TopicPartition]*logstore.LogInit{}
 	for _, t := range topics {
-		if _, ok := configs[t.topic]; ok {
-			continue
-		}
+		missing := false
 		for _, ps := range t.parts {
-			if _, ok := rm.cfg.Logs.GetLog(logstore.TopicPartition{Topic: t.topic, Partition: ps.Partition}); !ok {
-				configs[t.topic] = rm.readTopicConfig(t.topic)
-				break
+			tp := logstore.TopicPartition{Topic: t.topic, Partition: ps.Partition}
+			if _, ok := rm.cfg.Logs.GetLog(tp); !ok && inits[tp] == nil {
+				inits[tp] = rm.cfg.Logs.InitializingLog(tp)
+				missing = true
 			}
+		}
+		if _, ok := configs[t.topic]; !ok && missing {
+			configs[t.topic] = rm.readTopicConfig(t.topic)
 		}
 	}
 
@@ -335,6 +343,7 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 			(*fn)(leaders, followers)
 		}
 	}()
+	defer rm.finishInitializingLogs(inits) // after stateMu is released, before the hook
 	rm.stateMu.Lock()
 	defer rm.stateMu.Unlock()
 	slog := rm.stateLog.WithFields(logrus.Fields{"controller_id": req.ControllerID, "controller_epoch": req.ControllerEpoch})
@@ -367,7 +376,7 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 				errs[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			l, err := rm.createLogIfNotExists(tp, t.topicID, configs)
+			l, err := rm.createLogIfNotExists(tp, t.topicID, configs, inits)
 			if err != nil {
 				plog.WithError(err).Error("could not create the partition's log")
 				errs[i][j] = ErrorCode(err)
@@ -417,37 +426,90 @@ func (rm *ReplicaManager) readTopicConfig(topic string) topicConfig {
 
 // createLogIfNotExists gets or creates the local log with the topic's config (from configs,
 // read before stateMu was taken); a topic id that differs from the one the log already has
-// is INCONSISTENT_TOPIC_ID.
-func (rm *ReplicaManager) createLogIfNotExists(tp logstore.TopicPartition, topicID [16]byte, configs map[string]topicConfig) (*logstore.Log, error) {
+// is INCONSISTENT_TOPIC_ID. inits holds the partitions registered before that read; one
+// registered and read here is added to it.
+func (rm *ReplicaManager) createLogIfNotExists(tp logstore.TopicPartition, topicID [16]byte, configs map[string]topicConfig, inits map[logstore.TopicPartition]*logstore.LogInit) (*logstore.Log, error) {
 	if l, ok := rm.cfg.Logs.GetLog(tp); ok {
 		if have := l.TopicID(); have != ([16]byte{}) && topicID != ([16]byte{}) && have != topicID {
 			return nil, fmt.Errorf("%s: topic id %x differs from the log's %x: %w", tp, topicID, have, kerr.InconsistentTopicID)
 		}
 		return l, nil
 	}
-	tc, ok := configs[tp.Topic]
-	if !ok {
+	tc := configs[tp.Topic]
+	if inits[tp] == nil {
 		// The log was there when the configs were read and has been deleted since (a
 		// StopReplica ran in between): read now, under the lock, as before.
+		inits[tp] = rm.cfg.Logs.InitializingLog(tp)
 		tc = rm.readTopicConfig(tp.Topic)
 	}
-	if tc.err != nil {
-		return nil, tc.err
-	}
-	overrides := tc.overrides
-	var props map[string]string
-	if rm.cfg.Config != nil {
-		props = rm.cfg.Config.Props
-	}
-	lc, err := logstore.NewLogConfig(props, overrides)
+	lc, err := rm.logConfig(tp.Topic, tc)
 	if err != nil {
-		return nil, fmt.Errorf("config of topic %s: %w", tp.Topic, err)
+		return nil, err
 	}
 	l, err := rm.cfg.Logs.GetOrCreateLog(tp, topicID, lc)
 	if err != nil {
 		return nil, fmt.Errorf("create log %s: %w", tp, err)
 	}
 	return l, nil
+}
+
+// logConfig builds a topic's LogConfig from the broker's props and its overrides.
+func (rm *ReplicaManager) logConfig(topic string, tc topicConfig) (logstore.LogConfig, error) {
+	if tc.err != nil {
+		return logstore.LogConfig{}, tc.err
+	}
+	var props map[string]string
+	if rm.cfg.Config != nil {
+		props = rm.cfg.Config.Props
+	}
+	lc, err := logstore.NewLogConfig(props, tc.overrides)
+	if err != nil {
+		return logstore.LogConfig{}, fmt.Errorf("config of topic %s: %w", topic, err)
+	}
+	return lc, nil
+}
+
+// finishInitializingLogs ends a LeaderAndIsr's log creations, with no lock held
+// (LogManager.finishedInitializingLog). A log whose topic config changed between the config
+// read and its creation gets the config read again and applied; rounds repeat until a round
+// sees no change, so one that lands during the re-read is not lost either. Every creation is
+// checked before any read, so a change after a read marks it for the next round.
+func (rm *ReplicaManager) finishInitializingLogs(registered map[logstore.TopicPartition]*logstore.LogInit) {
+	inits := make([]*logstore.LogInit, 0, len(registered))
+	for _, li := range registered {
+		inits = append(inits, li)
+	}
+	for len(inits) > 0 {
+		var stale []*logstore.LogInit
+		for _, li := range inits {
+			if rm.cfg.Logs.FinishedInitializingLog(li) {
+				stale = append(stale, li)
+			}
+		}
+		read := map[string]*logstore.LogConfig{} // one read per topic and round
+		for _, li := range stale {
+			tp := li.TopicPartition()
+			l, ok := rm.cfg.Logs.GetLog(tp)
+			if !ok {
+				continue // not created (fenced, failed) or deleted since
+			}
+			lc, done := read[tp.Topic]
+			if !done {
+				c, err := rm.logConfig(tp.Topic, rm.readTopicConfig(tp.Topic))
+				if err != nil {
+					rm.log.WithError(err).WithField("topic", tp.Topic).Warn("could not re-read a topic config changed while its log was created; the log keeps the config it was created with")
+				} else {
+					lc = &c
+				}
+				read[tp.Topic] = lc
+			}
+			if lc != nil {
+				l.SetConfig(*lc)
+				rm.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Info("applied topic config changed while the log was created")
+			}
+		}
+		inits = stale
+	}
 }
 
 // StopReplicas (ReplicaManager.stopReplicas) stops serving the listed partitions; with

@@ -129,7 +129,9 @@ type Manager struct {
 		locks    map[string]*dirLock
 		deletes  []pendingDelete
 		cfgCache map[string]LogConfig // topic -> config used at load
-		shutdown bool
+		// initializing holds the log creations in progress (LogManager.partitionsInitializing).
+		initializing map[*LogInit]struct{}
+		shutdown     bool
 	}
 	cleaner *Cleaner
 
@@ -167,6 +169,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	m.mu.offline = make(map[string]error)
 	m.mu.locks = make(map[string]*dirLock)
 	m.mu.cfgCache = make(map[string]LogConfig)
+	m.mu.initializing = make(map[*LogInit]struct{})
 
 	seen := make(map[string]bool)
 	for _, d := range cfg.Dirs {
@@ -532,6 +535,57 @@ func (m *Manager) nextLogDirLocked() string {
 		}
 	}
 	return best
+}
+
+// LogInit is one log creation in progress, between InitializingLog and the
+// FinishedInitializingLog that ends it.
+type LogInit struct {
+	tp    TopicPartition
+	dirty bool // guarded by Manager.mu: the topic's config changed since the last check
+}
+
+// TopicPartition returns the partition whose log is being created.
+func (li *LogInit) TopicPartition() TopicPartition { return li.tp }
+
+// InitializingLog (LogManager.initializingLog) records that tp's log is about to be created
+// with a topic config the caller reads after this call. A topic config change applied to the
+// existing logs meanwhile (TopicConfigUpdated) would miss the new log; FinishedInitializingLog
+// reports it so the caller applies the config again. Each call has its own LogInit, so
+// overlapping creations of one partition do not consume each other's notice.
+func (m *Manager) InitializingLog(tp TopicPartition) *LogInit {
+	li := &LogInit{tp: tp}
+	m.mu.Lock()
+	m.mu.initializing[li] = struct{}{}
+	m.mu.Unlock()
+	return li
+}
+
+// TopicConfigUpdated (LogManager.topicConfigUpdated) marks the log creations in progress
+// for topic as having a stale config. Call it after the new config is stored and before
+// applying it to the topic's existing logs.
+func (m *Manager) TopicConfigUpdated(topic string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for li := range m.mu.initializing {
+		if li.tp.Topic == topic {
+			li.dirty = true
+		}
+	}
+}
+
+// FinishedInitializingLog (LogManager.finishedInitializingLog) ends li, unless the topic's
+// config changed since InitializingLog or the previous call: then it returns true, and the
+// caller re-reads the config, applies it to the log and calls again. Kafka re-reads once;
+// calling again also catches a change that lands during the re-read.
+func (m *Manager) FinishedInitializingLog(li *LogInit) (reload bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if li.dirty {
+		li.dirty = false
+		return true
+	}
+	delete(m.mu.initializing, li)
+	return false
 }
 
 // GetLog returns tp's log. A log in an offline dir is still returned; its operations
