@@ -40,7 +40,7 @@ func (c *controllerContext) decideNewPartitions(tps []TopicPartition) ([]partiti
 	var failed []failedPartition
 	for _, tp := range tps {
 		replicas := c.replicas(tp)
-		res, ok := initialLeaderAndISR(replicas, c.isLive)
+		res, ok := initialLeaderAndISR(replicas, c.onlineFor(tp))
 		if !ok {
 			failed = append(failed, failedPartition{tp, "no assigned replica is alive"})
 			continue
@@ -84,7 +84,7 @@ func (c *controllerContext) decideOfflineElection(tps []TopicPartition, uncleanD
 		}
 		unclean = unclean || forceUnclean
 		replicas := c.replicas(tp)
-		res, ok := offlinePartitionLeaderElection(replicas, st.ISR, c.isLive, unclean)
+		res, ok := offlinePartitionLeaderElection(replicas, st.ISR, c.onlineFor(tp), unclean)
 		if !ok {
 			failed = append(failed, failedPartition{tp, "no replica in the ISR is alive"})
 			continue
@@ -141,7 +141,7 @@ func (c *controllerContext) initialPartitionState(tp TopicPartition) PartitionSt
 	switch {
 	case !ok:
 		return NewPartition
-	case c.isLive(st.Leader):
+	case c.isReplicaOnline(st.Leader, tp):
 		return OnlinePartition
 	default:
 		return OfflinePartition
@@ -167,7 +167,8 @@ func (c *controllerContext) decideControlledShutdownElection(tps []TopicPartitio
 			continue
 		}
 		replicas := c.replicas(tp)
-		res, ok := controlledShutdownPartitionLeaderElection(replicas, st.ISR, c.isRegistered, shutting)
+		online := func(id int32) bool { return c.isReplicaOnlineOrShuttingDown(id, tp) }
+		res, ok := controlledShutdownPartitionLeaderElection(replicas, st.ISR, online, shutting)
 		if !ok {
 			failed = append(failed, failedPartition{tp, "no other replica in the ISR is alive"})
 			continue
@@ -208,7 +209,7 @@ func (c *controllerContext) decidePreferredElection(tps []TopicPartition) ([]par
 			failed = append(failed, failedPartition{tp, "partition state written by a newer controller"})
 			continue
 		}
-		res, ok := preferredReplicaPartitionLeaderElection(replicas, st.ISR, c.isLive)
+		res, ok := preferredReplicaPartitionLeaderElection(replicas, st.ISR, c.onlineFor(tp))
 		if !ok {
 			failed = append(failed, failedPartition{tp, "preferred replica is not alive or not in the ISR"})
 			continue
@@ -250,7 +251,7 @@ func (c *controllerContext) autoRebalanceCandidates(imbalancePct int) []TopicPar
 		}
 		for _, tp := range notPreferred {
 			st := c.partitionLeadership[tp]
-			if _, ok := preferredReplicaPartitionLeaderElection(c.replicas(tp), st.ISR, c.isLive); ok {
+			if _, ok := preferredReplicaPartitionLeaderElection(c.replicas(tp), st.ISR, c.onlineFor(tp)); ok {
 				out = append(out, tp)
 			}
 		}

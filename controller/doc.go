@@ -18,6 +18,7 @@
 //	preferred_election.go   preferred-replica election, auto leader rebalance, ElectLeaders
 //	assignment.go       AdminUtils.assignReplicasToBrokers (used by the brokers' CreateTopics/CreatePartitions)
 //	session_guard.go    a term writes only in the ZooKeeper session it was elected in
+//	log_dir_failure.go  LogDirEventNotification, LeaderAndIsrResponseReceived (KAFKA_STORAGE_ERROR), replicasOnOfflineDirs
 //
 // Model (etcd raft's Ready idea): ZooKeeper watches and requests only enqueue events; one
 // goroutine processes them in order. A handler reads what it needs from ZooKeeper into the
@@ -32,7 +33,5 @@
 // JSON in a topic or partition state znode is logged with its path and that topic is left
 // out of the context (skipped) until its znodes change or the next failover.
 //
-// Not yet: partition reassignment (API 45 and /admin/reassign_partitions), the legacy
-// /admin/preferred_replica_election znode, log-dir failure and ISR-change notifications
-// (pre-2.7 IBP), the /feature znode.
+// Not yet: ISR-change notifications (pre-2.7 IBP).
 package controller

@@ -27,6 +27,7 @@ type store interface {
 	ChildrenW(path string) ([]string, <-chan zkmeta.Event, error)
 	GetBroker(id int32) (zkmeta.BrokerInfo, error)
 	GetW(path string) ([]byte, int32, <-chan zkmeta.Event, error)
+	Get(path string) ([]byte, zkmeta.Stat, error)
 	GetAllTopicsW() ([]string, <-chan zkmeta.Event, error)
 	GetTopic(name string) (zkmeta.TopicAssignment, int32, error)
 	GetTopicW(name string) (zkmeta.TopicAssignment, int32, <-chan zkmeta.Event, error)
@@ -208,6 +209,10 @@ func (l *eventLoop) process(ev event) error {
 		err = l.onTopicDeletion()
 	case stopReplicaResponseEvent:
 		err = l.onStopReplicaResponse(e.broker, e.req, e.resp)
+	case leaderAndIsrResponseEvent:
+		err = l.onLeaderAndIsrResponse(e.broker, e.resp)
+	case logDirEventNotificationEvent:
+		err = l.onLogDirEventNotification()
 	case controllerChangeEvent:
 		err = l.onControllerChange()
 	case electLeadersEvent:
@@ -274,7 +279,13 @@ func (l *eventLoop) sendBatch(b *requestBatch) {
 		var cb func(kmsg.Response)
 		switch req := r.req.(type) {
 		case *kmsg.LeaderAndISRRequest:
-			cb = func(resp kmsg.Response) { l.logLeaderAndIsrResponse(broker, resp) }
+			cb = func(resp kmsg.Response) {
+				l.logLeaderAndIsrResponse(broker, resp)
+				// LeaderAndIsrResponseReceived: the loop reads the partition errors.
+				if r, ok := resp.(*kmsg.LeaderAndISRResponse); ok && r.ErrorCode == 0 {
+					l.queue.put(leaderAndIsrResponseEvent{broker: broker, resp: r})
+				}
+			}
 		case *kmsg.StopReplicaRequest:
 			if req.DeletePartitions || stopReplicaDeletes(req) {
 				cb = func(resp kmsg.Response) { l.queue.put(stopReplicaResponseEvent{broker: broker, req: req, resp: resp}) }
@@ -333,6 +344,11 @@ func (l *eventLoop) onControllerFailover() error {
 	}
 	// enableFeatureVersioning (IBP >= 2.7): /feature exists and is enabled.
 	if _, err := l.zk.EnsureFeatureZNode(); err != nil {
+		return err
+	}
+	// Pending log dir events are dropped (the LeaderAndIsr sent to every broker below finds
+	// the offline replicas); reading the children arms the watch.
+	if err := l.deleteLogDirEventNotifications(); err != nil {
 		return err
 	}
 
@@ -706,6 +722,9 @@ func (l *eventLoop) onBrokerStartup(started []int32) error {
 			existing = append(existing, id)
 		}
 	}
+	for _, id := range started {
+		delete(l.ctx.replicasOnOfflineDirs, id) // a new incarnation reports its dirs afresh
+	}
 	b := newRequestBatch()
 	b.addUpdateMetadata(existing, nil)
 	l.sendBatch(b)
@@ -744,18 +763,11 @@ func (l *eventLoop) partitionsWithLeadership() []TopicPartition {
 // onBrokerFailure (onReplicasBecomeOffline): partitions led by a dead broker go Offline and
 // are re-elected; the dead brokers' replicas leave the ISR.
 func (l *eventLoop) onBrokerFailure(dead []int32) error {
-	l.pauseDeletionsOn(dead)
-	var offlineLed []TopicPartition
-	for _, tp := range l.ctx.allPartitions() {
-		st, ok := l.ctx.partitionLeadership[tp]
-		if ok && !l.ctx.isLive(st.Leader) && !l.ctx.topicsToDelete[tp.Topic] {
-			if l.ctx.partitionStates[tp] != OfflinePartition {
-				l.stateChange(tp, l.ctx.partitionStates[tp], OfflinePartition, "leader offline")
-				l.ctx.partitionStates[tp] = OfflinePartition
-			}
-			offlineLed = append(offlineLed, tp)
-		}
+	for _, id := range dead {
+		delete(l.ctx.replicasOnOfflineDirs, id)
 	}
+	l.pauseDeletionsOn(dead)
+	offlineLed := l.markPartitionsWithOfflineLeader()
 	if err := l.triggerOnlinePartitionStateChange(); err != nil {
 		return err
 	}
@@ -768,6 +780,23 @@ func (l *eventLoop) onBrokerFailure(dead []int32) error {
 		l.sendBatch(b)
 	}
 	return nil
+}
+
+// markPartitionsWithOfflineLeader moves the partitions (not being deleted) whose leader is
+// not online to OfflinePartition (partitionsWithOfflineLeader) and returns them.
+func (l *eventLoop) markPartitionsWithOfflineLeader() []TopicPartition {
+	var offlineLed []TopicPartition
+	for _, tp := range l.ctx.allPartitions() {
+		st, ok := l.ctx.partitionLeadership[tp]
+		if ok && !l.ctx.isReplicaOnline(st.Leader, tp) && !l.ctx.topicsToDelete[tp.Topic] {
+			if l.ctx.partitionStates[tp] != OfflinePartition {
+				l.stateChange(tp, l.ctx.partitionStates[tp], OfflinePartition, "leader offline")
+				l.ctx.partitionStates[tp] = OfflinePartition
+			}
+			offlineLed = append(offlineLed, tp)
+		}
+	}
+	return offlineLed
 }
 
 // offlineReplicas moves the replicas on the given brokers to OfflineReplica: each leaves the
@@ -789,7 +818,11 @@ func (l *eventLoop) offlineReplicas(brokers []int32) error {
 
 // removeReplicaFromISRs is the OfflineReplica transition of one replica for tps.
 func (l *eventLoop) removeReplicaFromISRs(replica int32, tps []TopicPartition) error {
-	b := newRequestBatch()
+	return l.removeReplicaFromISRsBatch(replica, tps, newRequestBatch())
+}
+
+// removeReplicaFromISRsBatch is removeReplicaFromISRs adding its requests to b, then sending b.
+func (l *eventLoop) removeReplicaFromISRsBatch(replica int32, tps []TopicPartition, b *requestBatch) error {
 	for attempt := 0; len(tps) > 0 && attempt < maxElectionAttempts; attempt++ {
 		if err := l.refreshPartitionStates(tps); err != nil {
 			return err

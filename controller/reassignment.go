@@ -457,7 +457,7 @@ func (l *eventLoop) onPartitionReassignment(tp TopicPartition, ra replicaAssignm
 	done := replicaAssignment{replicas: ra.target()}
 	l.ctx.setFullAssignment(tp, done)
 	b := newRequestBatch()
-	if !slices.Contains(done.replicas, st.Leader) || !l.ctx.isLive(st.Leader) {
+	if !slices.Contains(done.replicas, st.Leader) || !l.ctx.isReplicaOnline(st.Leader, tp) {
 		if err := l.electReassignLeader(tp, b); err != nil {
 			return err
 		}
@@ -551,7 +551,7 @@ func (l *eventLoop) electReassignLeader(tp TopicPartition, b *requestBatch) erro
 		if !ok {
 			return nil
 		}
-		res, ok := reassignPartitionLeaderElection(l.ctx.replicas(tp), st.ISR, l.ctx.isLive)
+		res, ok := reassignPartitionLeaderElection(l.ctx.replicas(tp), st.ISR, l.ctx.onlineFor(tp))
 		if !ok {
 			l.stateLog.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).
 				Error("no target replica is live and in the ISR; reassignment leader election failed")

@@ -162,6 +162,15 @@ func (s *fakeStore) DeleteAsController(ezv int32, paths ...string) error {
 				continue
 			}
 			s.reassignZNode = nil
+		default:
+			name, ok := strings.CutPrefix(p, zkmeta.LogDirEventNotificationPath+"/")
+			if !ok {
+				break
+			}
+			if _, ok := s.logDirEvents[name]; !ok {
+				continue
+			}
+			delete(s.logDirEvents, name)
 		}
 		fmt.Fprintf(s.out, "zk: delete %s\n", p)
 	}

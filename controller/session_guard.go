@@ -240,6 +240,17 @@ func (g sessionGuard) GetPreferredReplicaElection() ([]zkmeta.TopicPartition, er
 	return e, err
 }
 
+func (g sessionGuard) Get(path string) ([]byte, zkmeta.Stat, error) {
+	if err := g.check(); err != nil {
+		return nil, zkmeta.Stat{}, err
+	}
+	data, st, err := g.store.Get(path)
+	if serr := g.check(); serr != nil {
+		return nil, zkmeta.Stat{}, serr
+	}
+	return data, st, err
+}
+
 func (g sessionGuard) DeleteAsController(ctrlEpochZkVersion int32, paths ...string) error {
 	if err := g.check(); err != nil {
 		return err

@@ -70,6 +70,9 @@ type controllerContext struct {
 	// /admin/reassign_partitions (removed from the znode when they complete).
 	partitionsReassigning map[TopicPartition]bool
 	zkReassigning         map[TopicPartition]bool
+	// replicasOnOfflineDirs are, per live broker, the replicas it answered KAFKA_STORAGE_ERROR
+	// for (their log dir failed). They count as offline until the broker registers again.
+	replicasOnOfflineDirs map[int32]map[TopicPartition]bool
 }
 
 type topicInfo struct {
@@ -94,6 +97,7 @@ func newControllerContext(epoch, epochZkVersion int32) *controllerContext {
 		deletion:              map[string]map[TopicPartition]map[int32]bool{},
 		partitionsReassigning: map[TopicPartition]bool{},
 		zkReassigning:         map[TopicPartition]bool{},
+		replicasOnOfflineDirs: map[int32]map[TopicPartition]bool{},
 	}
 }
 
@@ -103,6 +107,22 @@ func (c *controllerContext) isLive(id int32) bool { return c.isRegistered(id) &&
 
 // isRegistered is liveOrShuttingDownBrokerIds membership: the broker gets requests.
 func (c *controllerContext) isRegistered(id int32) bool { _, ok := c.liveBrokers[id]; return ok }
+
+// isReplicaOnline is ControllerContext.isReplicaOnline: the broker is live (not shutting
+// down) and the replica is not on one of its failed log dirs. Elections use it.
+func (c *controllerContext) isReplicaOnline(id int32, tp TopicPartition) bool {
+	return c.isLive(id) && !c.replicasOnOfflineDirs[id][tp]
+}
+
+// isReplicaOnlineOrShuttingDown is isReplicaOnline with includeShuttingDownBrokers.
+func (c *controllerContext) isReplicaOnlineOrShuttingDown(id int32, tp TopicPartition) bool {
+	return c.isRegistered(id) && !c.replicasOnOfflineDirs[id][tp]
+}
+
+// onlineFor returns isReplicaOnline for one partition, in the shape the election functions take.
+func (c *controllerContext) onlineFor(tp TopicPartition) func(int32) bool {
+	return func(id int32) bool { return c.isReplicaOnline(id, tp) }
+}
 
 func (c *controllerContext) liveOrShuttingDownBrokerIDs() []int32 {
 	ids := make([]int32, 0, len(c.liveBrokers))
@@ -166,12 +186,12 @@ func (c *controllerContext) partitionsInStates(states ...PartitionState) []Topic
 	return out
 }
 
-// offlineReplicas are the assigned replicas on brokers that are not live (UpdateMetadata's
-// offline_replicas).
+// offlineReplicas are the assigned replicas on brokers that are not live or on a failed log
+// dir (UpdateMetadata's offline_replicas).
 func (c *controllerContext) offlineReplicas(tp TopicPartition) []int32 {
 	var out []int32
 	for _, r := range c.replicas(tp) {
-		if !c.isRegistered(r) {
+		if !c.isReplicaOnlineOrShuttingDown(r, tp) {
 			out = append(out, r)
 		}
 	}

@@ -18,6 +18,9 @@ package controller
 //   event <BrokerChange|TopicChange|PartitionModifications <topic>|TopicDeletion|ControllerChange>
 //   alter <broker> <broker_epoch|cur> <topic>-<p> <leader_epoch> <isr,...> <partition_epoch>
 //   bump-epoch                      another controller bumps /controller_epoch (fencing)
+//   logdir-event <broker|malformed>  a broker writes /log_dir_event_notification/log_dir_event_<seq>
+//   respond-lai <broker> [<topic>-<p>=<code> ...]  answer the broker's queued LeaderAndIsr (others: 0)
+//   show-offline-dirs               print the replicas on offline log dirs per broker
 //   show <topic>-<p>                print the partition's context state
 
 import (
@@ -52,8 +55,10 @@ type fakeStore struct {
 	states         map[TopicPartition]zkmeta.PartitionState
 	corruptStates  map[TopicPartition]bool // state znodes holding malformed JSON
 	deletes        []string
-	reassignZNode  []byte // /admin/reassign_partitions, nil = absent
-	preferredZNode []byte // /admin/preferred_replica_election, nil = absent
+	reassignZNode  []byte            // /admin/reassign_partitions, nil = absent
+	preferredZNode []byte            // /admin/preferred_replica_election, nil = absent
+	logDirEvents   map[string][]byte // children of /log_dir_event_notification
+	logDirSeq      int
 	out            *strings.Builder
 }
 
@@ -66,7 +71,7 @@ type fakeTopic struct {
 func newFakeStore(out *strings.Builder) *fakeStore {
 	return &fakeStore{controllerID: -1, czxid: 100, brokers: map[int32]zkmeta.BrokerInfo{}, topics: map[string]*fakeTopic{},
 		configs: map[string]map[string]string{}, states: map[TopicPartition]zkmeta.PartitionState{},
-		corruptStates: map[TopicPartition]bool{}, out: out}
+		corruptStates: map[TopicPartition]bool{}, logDirEvents: map[string][]byte{}, out: out}
 }
 
 func (s *fakeStore) WatchController() (int32, <-chan zkmeta.Event, error) {
@@ -81,6 +86,10 @@ func (s *fakeStore) ChildrenW(path string) ([]string, <-chan zkmeta.Event, error
 		}
 	case zkmeta.DeleteTopicsPath:
 		out = slices.Clone(s.deletes)
+	case zkmeta.LogDirEventNotificationPath:
+		for name := range s.logDirEvents {
+			out = append(out, name)
+		}
 	}
 	slices.Sort(out)
 	return out, nil, nil
@@ -464,6 +473,8 @@ func (h *stepHarness) run(line string) {
 			h.process(autoPreferredReplicaLeaderElectionEvent{})
 		case "ControllerChange":
 			h.process(controllerChangeEvent{})
+		case "LogDirEventNotification":
+			h.process(logDirEventNotificationEvent{})
 		default:
 			h.t.Fatalf("unknown event %q", f[1])
 		}
@@ -576,6 +587,8 @@ func (h *stepHarness) run(line string) {
 				fmt.Fprintf(&h.out, "ElectLeaders %s-%d error=%d\n", t.Topic, p.Partition, p.ErrorCode)
 			}
 		}
+	case "logdir-event", "respond-lai", "show-offline-dirs":
+		h.runLogDirFailure(f)
 	case "unclean-config":
 		h.process(topicUncleanLeaderElectionEnableEvent{topic: f[1]})
 	case "reassign", "zk-reassign", "zk-preferred", "list-reassignments", "drain", "show-topic":

@@ -75,13 +75,13 @@ func (l *eventLoop) resumeDeletions() error {
 		ineligible := false
 		for _, tp := range tps {
 			for _, r := range l.ctx.replicas(tp) {
-				if !l.ctx.isRegistered(r) {
+				if !l.ctx.isReplicaOnlineOrShuttingDown(r, tp) {
 					ineligible = true
 				}
 			}
 		}
 		if ineligible {
-			l.log.WithField("topic", t).Info("topic deletion paused: a replica is on a broker that is down")
+			l.log.WithField("topic", t).Info("topic deletion paused: a replica is on a broker that is down or on an offline log dir")
 			continue
 		}
 		// isTopicIneligibleForDeletion: a reassignment of the topic in flight holds it back;
