@@ -34,6 +34,7 @@ type LogManager interface {
 	DeleteLog(tp logstore.TopicPartition) error
 	InitializingLog(tp logstore.TopicPartition) *logstore.LogInit
 	FinishedInitializingLog(li *logstore.LogInit) (reload bool)
+	LogDirOffline(tp logstore.TopicPartition) bool
 }
 
 var _ LogManager = (*logstore.Manager)(nil)
@@ -364,6 +365,11 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 			tp := logstore.TopicPartition{Topic: t.topic, Partition: ps.Partition}
 			plog := slog.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "leader": ps.Leader,
 				"leader_epoch": ps.LeaderEpoch, "isr": ps.ISR, "replicas": ps.Replicas, "partition_epoch": ps.ZKVersion})
+			if rm.cfg.Logs.LogDirOffline(tp) {
+				plog.Warn("ignoring LeaderAndIsr: the replica is in an offline log dir")
+				errs[i][j] = kerr.KafkaStorageError.Code
+				continue
+			}
 			p := rm.getOrCreatePartition(tp)
 			cur := p.LeaderEpoch()
 			if ps.LeaderEpoch <= cur {
@@ -555,6 +561,11 @@ func (rm *ReplicaManager) StopReplicas(req *kmsg.StopReplicaRequest) *kmsg.StopR
 
 	for _, s := range stops {
 		plog := slog.WithFields(logrus.Fields{"topic": s.tp.Topic, "partition": s.tp.Partition, "delete": s.delete})
+		if rm.cfg.Logs.LogDirOffline(s.tp) { // HostedPartition.Offline in Kafka
+			plog.Warn("ignoring StopReplica: the replica is in an offline log dir")
+			add(s.tp, kerr.KafkaStorageError.Code)
+			continue
+		}
 		rm.mu.RLock()
 		p, hosted := rm.partitions[s.tp]
 		rm.mu.RUnlock()
