@@ -48,6 +48,17 @@ const checkpointVersion = 0
 // and properties files: create path+".tmp", write, fsync, close, rename over path, fsync
 // the parent directory. A crash at any point leaves either the old or the new file.
 func WriteFileAtomic(fsys FS, path string, data []byte) error {
+	if err := replaceFile(fsys, path, data, true); err != nil {
+		return err
+	}
+	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("fsync dir of %s: %w", path, err)
+	}
+	return nil
+}
+
+// replaceFile writes data to path+".tmp", fsyncs it if sync, and renames it over path.
+func replaceFile(fsys FS, path string, data []byte, sync bool) error {
 	tmp := path + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -57,18 +68,17 @@ func WriteFileAtomic(fsys FS, path string, data []byte) error {
 		f.Close()
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("fsync %s: %w", tmp, err)
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("fsync %s: %w", tmp, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("fsync dir of %s: %w", path, err)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package logstore
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 )
@@ -12,22 +11,7 @@ import (
 // (Kafka's takeSnapshot(sync = false) + flushProducerStateSnapshot). A crash before that
 // sync may leave a torn snapshot, which loading detects by its CRC and deletes.
 func writeFileNoSync(fsys FS, path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
+	return replaceFile(fsys, path, data, false)
 }
 
 // syncFileIfExists fsyncs path; a file deleted meanwhile (truncation, retention) is no
