@@ -7,8 +7,9 @@ package broker
 // a trigger) and applies a topic's new overrides to the live logs of that topic
 // (Log.SetConfig: retention, segment size, cleanup policy, min ISR... take effect from the
 // next append, roll or retention pass, without a restart); a log a LeaderAndIsr is creating
-// meanwhile re-reads the config when created (LogManager.topicConfigUpdated). Notifications older than 15
-// minutes are deleted on each pass (changeExpirationMs), as every broker does in Kafka.
+// meanwhile re-reads the config when created (LogManager.topicConfigUpdated). Notifications
+// older than 15 minutes are deleted on each pass (changeExpirationMs), as every broker does
+// in Kafka.
 // Deviations: broker, client, user and ip entities are logged and not applied (samsa has no
 // dynamic broker configs or quotas); throttled-replica lists are stored but not enforced.
 
