@@ -5,9 +5,10 @@ package logstore
 //
 // Deviations from LogValidator: magic 0/1 batches are refused (UNSUPPORTED_FOR_MESSAGE_FORMAT)
 // rather than up-converted; inner offset deltas must run 0..n-1 for uncompressed batches too
-// (Kafka checks it for compressed ones). Producer state (sequence, epoch, duplicates) is
-// checked as in UnifiedLog.analyzeAndValidateProducerState (producer_state.go); transactional
-// batches are not verified (no transaction coordinator yet).
+// (Kafka checks it for compressed ones); control batches are refused from every origin
+// except through AppendTxnMarker (Kafka refuses them from clients only). Producer state
+// (sequence, epoch, duplicates, transactions and their verification) is checked as in
+// UnifiedLog.analyzeAndValidateProducerState (producer_state.go, txn.go).
 
 import (
 	"errors"
@@ -95,16 +96,18 @@ func splitBatches(dst []recordbatch.Batch, records []byte, maxMessageBytes int32
 // records is rewritten in place (baseOffset, partitionLeaderEpoch, and maxTimestamp/CRC for
 // LogAppendTime) unless the topic's compression.type forces a recompression.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.append(records, leaderEpoch, true)
+	return l.append(records, leaderEpoch, true, AppendOptions{Origin: OriginClient}, false)
 }
 
 // AppendAsFollower appends batches whose offsets the leader assigned. A trailing partial
 // batch is ignored. The first offset must not be below the LEO.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
-	return l.append(records, -1, false)
+	return l.append(records, -1, false, AppendOptions{Origin: OriginReplication}, true)
 }
 
-func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo, error) {
+// append is UnifiedLog.append. allowControl admits control batches (followers, and the
+// leader's own markers from AppendTxnMarker).
+func (l *Log) append(records []byte, leaderEpoch int32, leader bool, opts AppendOptions, allowControl bool) (AppendInfo, error) {
 	cfg := l.cfg.Load()
 	// A producer sends one batch per partition: room for it on the stack.
 	var one [1]recordbatch.Batch
@@ -131,7 +134,7 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo
 	var data []byte
 	ps := l.producerState.prepareAppend()
 	if leader {
-		data, err = l.validateAndAssignOffsets(batches, leaderEpoch, cfg, now, &info)
+		data, err = l.validateAndAssignOffsets(batches, leaderEpoch, cfg, now, &info, allowControl)
 		if err != nil {
 			return AppendInfo{}, err
 		}
@@ -149,11 +152,16 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo
 			if b.ProducerID() < 0 {
 				continue
 			}
-			if dup, ok := l.producerState.findDuplicate(b); ok {
-				return AppendInfo{FirstOffset: dup.firstOffset(), LastOffset: dup.lastOffset, LogAppendTime: dup.timestamp,
-					LogStartOffset: l.logStartOffset.Load(), MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, Duplicate: true}, nil
+			if opts.Origin == OriginClient {
+				if dup, ok := l.producerState.findDuplicate(b); ok {
+					return AppendInfo{FirstOffset: dup.firstOffset(), LastOffset: dup.lastOffset, LogAppendTime: dup.timestamp,
+						LogStartOffset: l.logStartOffset.Load(), MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, Duplicate: true}, nil
+				}
 			}
-			if err := ps.validate(b); err != nil {
+			if err := l.checkVerification(b, opts); err != nil {
+				return AppendInfo{}, err
+			}
+			if err := ps.validate(b, opts.Origin); err != nil {
 				return AppendInfo{}, err
 			}
 			ps.update(b)
@@ -198,7 +206,14 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool) (AppendInfo
 			ps.update(b)
 		}
 	}
-	ps.commit(info.LastOffset + 1)
+	if err := ps.commit(info.LastOffset+1, l.indexTxn); err != nil {
+		// The records are in (as in Kafka, whose LEO moves before the txn index write):
+		// the dir goes offline and recovery rebuilds the index.
+		l.ioFailed(err)
+		l.updateFirstUnstableLocked()
+		return AppendInfo{}, err
+	}
+	l.updateFirstUnstableLocked()
 	l.producerState.maybeRemoveExpired(now.UnixMilli())
 	// Epoch bookkeeping after the bytes are in: leader epoch start offsets from each batch.
 	var epochErr error
@@ -362,7 +377,7 @@ func (l *Log) rollLocked(newBase int64, now time.Time) (*Segment, error) {
 	return seg, nil
 }
 
-func (l *Log) validateAndAssignOffsets(batches []recordbatch.Batch, leaderEpoch int32, cfg *LogConfig, now time.Time, info *AppendInfo) ([]byte, error) {
+func (l *Log) validateAndAssignOffsets(batches []recordbatch.Batch, leaderEpoch int32, cfg *LogConfig, now time.Time, info *AppendInfo, allowControl bool) ([]byte, error) {
 	nowMs := now.UnixMilli()
 	target, fixed := recordbatch.CodecForName(cfg.CompressionType)
 	offset := l.logEndOffset.Load()
@@ -374,7 +389,7 @@ func (l *Log) validateAndAssignOffsets(batches []recordbatch.Batch, leaderEpoch 
 	out := make([]recordbatch.Batch, 0, len(batches))
 	recompressed := false
 	for _, b := range batches {
-		if err := validateBatch(b); err != nil {
+		if err := validateBatch(b, allowControl); err != nil {
 			return nil, err
 		}
 		source := b.Codec()
@@ -482,7 +497,7 @@ func satAdd(a, b int64) int64 {
 }
 
 // validateBatch is LogValidator.validateBatch for client batches.
-func validateBatch(b recordbatch.Batch) error {
+func validateBatch(b recordbatch.Batch, allowControl bool) error {
 	if b.BaseOffset() != 0 {
 		return fmt.Errorf("%w: the baseOffset of the record batch should be 0, but it is %d", ErrInvalidRecord, b.BaseOffset())
 	}
@@ -495,10 +510,10 @@ func validateBatch(b recordbatch.Batch) error {
 	} else if int64(c) != countFromOffsets {
 		return fmt.Errorf("%w: inconsistent batch offset range [%d, %d] and count of records %d", ErrInvalidRecord, b.BaseOffset(), b.LastOffset(), c)
 	}
-	if b.Control() {
+	if b.Control() && !allowControl {
 		return fmt.Errorf("%w: clients are not allowed to write control records", ErrInvalidRecord)
 	}
-	if b.ProducerID() >= 0 && b.BaseSequence() < 0 {
+	if b.ProducerID() >= 0 && b.BaseSequence() < 0 && !b.Control() {
 		return fmt.Errorf("%w: invalid sequence number %d in record batch with producerId %d", ErrInvalidRecord, b.BaseSequence(), b.ProducerID())
 	}
 	if b.Codec() > recordbatch.Zstd {

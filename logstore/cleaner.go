@@ -6,23 +6,26 @@ package logstore
 //
 // One pass over a log:
 //  1. cleanable range [firstDirty, firstUncleanable): firstDirty from cleaner-offset-checkpoint
-//     (reset to the log start when out of range); firstUncleanable = min(last stable offset
-//     (the high watermark here), active segment base, first segment younger than
-//     min.compaction.lag.ms).
+//     (reset to the log start when out of range); firstUncleanable = min(last stable offset,
+//     active segment base, first segment younger than min.compaction.lag.ms).
 //  2. offset map: MD5(key) -> latest offset over the dirty segments, bounded by
 //     log.cleaner.dedupe.buffer.size at a 0.9 load factor (SkimpyOffsetMap's 24-byte slots).
+//     Batches of aborted transactions and control batches add no keys.
 //  3. every segment from the log start up to the end of the map is rewritten, in groups
 //     that fit segment.bytes, keeping a record iff it is past the map or it is its key's
 //     latest and (has a value, or is a tombstone still inside its delete horizon).
 //     Batches keep their base and last offsets (holes appear), their producer fields and
 //     codec. A retained batch with tombstones gets the KIP-534 delete horizon
 //     (now + delete.retention.ms); a later pass after the horizon drops them.
+//     Transactions (CleanedTransactionMetadata, fed from the .txnindex files): batches of
+//     aborted transactions are dropped; an ABORT marker stays while this pass still saw
+//     data of its transaction (and goes to the cleaned segment's .txnindex), a COMMIT
+//     marker while it saw data of its transaction; a marker that may go gets a delete
+//     horizon like a tombstone and is removed by a pass after it. The batch holding an
+//     active producer's last data offset (or its last marker, if it has no data left)
+//     is kept, emptied if need be, so its sequence and epoch survive.
 //  4. the group is written as <base>.log.cleaned, renamed .swap and swapped in by the Log
 //     (old segments become .deleted); then firstDirty = end of the map is checkpointed.
-//
-// Deviations (README): aborted transactions and transaction markers are kept as they are
-// (samsa has no transactions yet); only the batch holding an idempotent producer's last
-// offset is kept when empty.
 
 import (
 	"crypto/md5"
@@ -30,6 +33,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -45,13 +49,21 @@ type compactLog interface {
 	LogStartOffset() int64
 	LogEndOffset() int64
 	HighWatermark() int64
+	LastStableOffset() int64
 	Segments() []SegmentInfo
+	// collectAbortedTransactions lists the aborted transactions overlapping
+	// [start, upper) from the transaction indexes.
+	collectAbortedTransactions(start, upper int64) []AbortedTxn
+	// lastRecordsOfActiveProducers maps each active producer to its last data offset
+	// (-1 if its last entry is a marker) and epoch.
+	lastRecordsOfActiveProducers() map[int64]lastRecord
 	// forEachBatch calls fn for every batch of the segment with that base offset.
 	forEachBatch(segBase int64, fn func(b recordbatch.Batch) error) error
 	// replaceWithCleaned writes a new segment with base offset base from the batches that
-	// emit hands to write, and swaps it in for the segments whose bases are oldBases,
+	// emit hands to write (and the aborted transactions it hands to index, for the new
+	// segment's .txnindex), and swaps it in for the segments whose bases are oldBases,
 	// crash-safely (.cleaned -> .swap -> rename).
-	replaceWithCleaned(base int64, oldBases []int64, emit func(write func(batch []byte) error) error) error
+	replaceWithCleaned(base int64, oldBases []int64, emit func(write func(batch []byte) error, index func(AbortedTxn) error) error) error
 }
 
 // CleanerStats is what one cleaning pass did (Kafka's CleanerStats, trimmed).
@@ -223,7 +235,15 @@ func cleanableOffsets(l compactLog, checkpoint int64, hasCheckpoint bool, nowMs 
 		return firstDirty, firstDirty, false
 	}
 	active := segs[len(segs)-1].BaseOffset
-	firstUncleanable = min(l.HighWatermark(), active) // LSO = HW without transactions
+	firstUncleanable = min(l.LastStableOffset(), active)
+	// LogToClean: the bound is the base of the segment holding it, so no record at or
+	// above the LSO (an open transaction) is mapped or rewritten.
+	for i := len(segs) - 1; i >= 0; i-- {
+		if segs[i].BaseOffset <= firstUncleanable {
+			firstUncleanable = segs[i].BaseOffset
+			break
+		}
+	}
 	var dirty []SegmentInfo
 	for _, s := range segs[:len(segs)-1] {
 		if s.NextOffset > firstDirty && s.BaseOffset < firstUncleanable {
@@ -394,6 +414,7 @@ func compact(l compactLog, checkpoint int64, hasCheckpoint bool, now time.Time, 
 	// segment boundary. Also note each producer's last batch (active producer state).
 	om := newOffsetMap(dedupeBufferSize)
 	endOffset := firstDirty
+	mapTxns := newCleanedTxns(l.collectAbortedTransactions(firstDirty, firstUncleanable))
 	for _, s := range segs {
 		if s.Active || s.BaseOffset >= firstUncleanable || s.NextOffset <= firstDirty {
 			continue
@@ -403,15 +424,30 @@ func compact(l compactLog, checkpoint int64, hasCheckpoint bool, now time.Time, 
 		}
 		err := l.forEachBatch(s.BaseOffset, func(b recordbatch.Batch) error {
 			stats.BytesRead += int64(len(b))
-			if b.LastOffset() < firstDirty || b.Control() {
+			// buildOffsetMapForSegment: markers and aborted data add no keys.
+			skip := false
+			if b.Control() {
+				mapTxns.onControlBatchRead(b)
+				skip = true
+			} else {
+				skip = mapTxns.onBatchRead(b)
+			}
+			if b.LastOffset() < firstDirty {
 				return nil
 			}
-			return b.ForEachRecord(false, func(r *recordbatch.Record) error {
-				if r.Key != nil {
-					om.put(r.Key, b.BaseOffset()+int64(r.OffsetDelta))
+			if !skip {
+				err := b.ForEachRecord(false, func(r *recordbatch.Record) error {
+					if r.Key != nil {
+						om.put(r.Key, b.BaseOffset()+int64(r.OffsetDelta))
+					}
+					return nil
+				})
+				if err != nil {
+					return err
 				}
-				return nil
-			})
+			}
+			om.latestOffset = max(om.latestOffset, b.LastOffset())
+			return nil
 		})
 		if err != nil {
 			return stats, 0, fmt.Errorf("build offset map of %s segment %d: %w", l.TopicPartition(), s.BaseOffset, err)
@@ -421,18 +457,7 @@ func compact(l compactLog, checkpoint int64, hasCheckpoint bool, now time.Time, 
 	if endOffset <= firstDirty {
 		return stats, 0, nil
 	}
-	lastOfProducer := make(map[int64]int64)
-	for _, s := range segs {
-		err := l.forEachBatch(s.BaseOffset, func(b recordbatch.Batch) error {
-			if pid := b.ProducerID(); pid >= 0 && !b.Control() {
-				lastOfProducer[pid] = b.LastOffset()
-			}
-			return nil
-		})
-		if err != nil {
-			return stats, 0, fmt.Errorf("scan producers of %s: %w", l.TopicPartition(), err)
-		}
-	}
+	lastRecords := l.lastRecordsOfActiveProducers()
 
 	// Group the segments below endOffset so each group fits segment.bytes
 	// (groupSegmentsBySize) and its offsets stay int32-relative to the group's base.
@@ -455,7 +480,8 @@ func compact(l compactLog, checkpoint int64, hasCheckpoint bool, now time.Time, 
 	}
 
 	f := recordFilter{
-		om: om, nowMs: nowMs, deleteRetentionMs: cfg.DeleteRetentionMs, lastOfProducer: lastOfProducer,
+		om: om, nowMs: nowMs, deleteRetentionMs: cfg.DeleteRetentionMs, lastRecords: lastRecords,
+		txns: newCleanedTxns(nil),
 	}
 	for _, g := range groups {
 		if aborted != nil && aborted() {
@@ -465,8 +491,13 @@ func compact(l compactLog, checkpoint int64, hasCheckpoint bool, now time.Time, 
 		for i, s := range g {
 			bases[i] = s.BaseOffset
 		}
-		err := l.replaceWithCleaned(g[0].BaseOffset, bases, func(write func([]byte) error) error {
+		err := l.replaceWithCleaned(g[0].BaseOffset, bases, func(write func([]byte) error, index func(AbortedTxn) error) error {
+			f.txns.cleanedIndex = index
+			defer func() { f.txns.cleanedIndex = nil }()
 			for _, s := range g {
+				// The aborted transactions overlapping the whole segment: the cleaned
+				// segment's .txnindex is rebuilt from them.
+				f.txns.add(l.collectAbortedTransactions(s.BaseOffset, s.NextOffset))
 				err := l.forEachBatch(s.BaseOffset, func(b recordbatch.Batch) error {
 					out, err := f.filter(b, &stats)
 					if err != nil || out == nil {
@@ -479,7 +510,7 @@ func compact(l compactLog, checkpoint int64, hasCheckpoint bool, now time.Time, 
 					return fmt.Errorf("segment %d: %w", s.BaseOffset, err)
 				}
 			}
-			return nil
+			return f.txns.err
 		})
 		if err != nil {
 			return stats, 0, fmt.Errorf("clean %s segments %v: %w", l.TopicPartition(), bases, err)
@@ -490,23 +521,49 @@ func compact(l compactLog, checkpoint int64, hasCheckpoint bool, now time.Time, 
 	return stats, f.earliestHorizon, nil
 }
 
-// recordFilter is the cleaner's RecordFilter for MemoryRecords.filterTo.
+// recordFilter is the cleaner's RecordFilter for MemoryRecords.filterTo (Cleaner.cleanInto).
 type recordFilter struct {
 	om                *offsetMap
 	nowMs             int64
 	deleteRetentionMs int64
-	lastOfProducer    map[int64]int64
+	lastRecords       map[int64]lastRecord
+	txns              *cleanedTxns
 	earliestHorizon   int64
+}
+
+// isLastRecordOfProducer: the batch holds an active producer's last data offset, or is
+// its last marker when it has no data left (the epoch it carries fences zombies).
+func (f *recordFilter) isLastRecordOfProducer(b recordbatch.Batch) bool {
+	lr, ok := f.lastRecords[b.ProducerID()]
+	if !ok {
+		return false
+	}
+	if lr.lastDataOffset >= 0 {
+		return b.LastOffset() == lr.lastDataOffset
+	}
+	return b.Control() && b.ProducerEpoch() == lr.epoch
 }
 
 // filter returns the batch to write for b: b itself when every record stays and no
 // delete horizon must be set, a rebuilt batch with the retained records, an empty batch
-// kept for producer state, or nil to drop it.
+// kept for producer state, or nil to drop it (checkBatchRetention + filterTo).
 func (f *recordFilter) filter(b recordbatch.Batch, stats *CleanerStats) ([]byte, error) {
-	if b.Control() {
-		return append([]byte(nil), b...), nil // transaction markers are kept (see the file comment)
-	}
 	horizon, hasHorizon := b.DeleteHorizon()
+	var canDiscard, discardRecords bool
+	if b.Control() {
+		canDiscard = f.txns.onControlBatchRead(b)
+		// Markers ride on the tombstone horizon: removed only once it has passed.
+		discardRecords = canDiscard && hasHorizon && horizon <= f.nowMs
+	} else {
+		canDiscard = f.txns.onBatchRead(b)
+		discardRecords = canDiscard
+	}
+	retainEmpty := b.ProducerID() >= 0 && f.isLastRecordOfProducer(b)
+	if discardRecords && !retainEmpty {
+		stats.RecordsRead += int64(b.RecordCount())
+		return nil, nil // BatchRetention.DELETE
+	}
+	markerForEmptyTxn := canDiscard && b.Control()
 	retainDeletes := !hasHorizon || f.nowMs < horizon
 	baseTs := b.BaseTimestamp()
 	var kept []recordbatch.Record
@@ -517,7 +574,10 @@ func (f *recordFilter) filter(b recordbatch.Batch, stats *CleanerStats) ([]byte,
 		total++
 		stats.RecordsRead++
 		off := b.BaseOffset() + int64(r.OffsetDelta)
-		if !f.retain(r, off, retainDeletes, stats) {
+		if discardRecords {
+			return nil
+		}
+		if !b.Control() && !f.retain(r, off, retainDeletes, stats) {
 			return nil
 		}
 		rec := *r
@@ -539,14 +599,14 @@ func (f *recordFilter) filter(b recordbatch.Batch, stats *CleanerStats) ([]byte,
 	}
 	stats.RecordsRetained += int64(len(kept))
 	if len(kept) == 0 {
-		if pid := b.ProducerID(); pid >= 0 && f.lastOfProducer[pid] == b.LastOffset() {
-			return emptyBatch(b), nil // RETAIN_EMPTY: keeps the producer's last sequence
+		if retainEmpty {
+			return emptyBatch(b), nil // RETAIN_EMPTY: keeps the producer's last sequence and epoch
 		}
 		return nil, nil
 	}
-	needHorizon := tombstones && !hasHorizon
+	needHorizon := (tombstones || markerForEmptyTxn) && !hasHorizon
 	if len(kept) == total && !needHorizon {
-		if tombstones && hasHorizon {
+		if (tombstones || markerForEmptyTxn) && hasHorizon {
 			f.noteHorizon(horizon)
 		}
 		return append([]byte(nil), b...), nil
@@ -556,7 +616,7 @@ func (f *recordFilter) filter(b recordbatch.Batch, stats *CleanerStats) ([]byte,
 	switch {
 	case needHorizon:
 		newHorizon = f.nowMs + f.deleteRetentionMs
-	case hasHorizon && tombstones:
+	case hasHorizon && (tombstones || markerForEmptyTxn):
 		newHorizon = horizon
 	}
 	// MemoryRecordsBuilder: baseTimestamp is the first record's timestamp, or the delete
@@ -628,4 +688,89 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append(make([]byte, 0, len(b)), b...)
+}
+
+// cleanedTxns is Kafka's CleanedTransactionMetadata: the transaction state of one cleaning
+// pass, fed with the aborted transactions of the .txnindex files as the pass reaches them.
+// It decides which data batches belong to aborted transactions and which markers may go,
+// and writes the aborted transactions whose markers stay to the cleaned segment's index.
+type cleanedTxns struct {
+	// aborted are the known aborted transactions not yet reached, by first offset.
+	aborted          []AbortedTxn
+	ongoingCommitted map[int64]bool
+	ongoingAborted   map[int64]*abortedTxnState
+	cleanedIndex     func(AbortedTxn) error
+	err              error
+}
+
+type abortedTxnState struct {
+	txn AbortedTxn
+	// sawData: this pass read a batch of the transaction.
+	sawData bool
+}
+
+func newCleanedTxns(aborted []AbortedTxn) *cleanedTxns {
+	t := &cleanedTxns{ongoingCommitted: map[int64]bool{}, ongoingAborted: map[int64]*abortedTxnState{}}
+	t.add(aborted)
+	return t
+}
+
+// add is addAbortedTransactions.
+func (t *cleanedTxns) add(txns []AbortedTxn) {
+	t.aborted = append(t.aborted, txns...)
+	sort.SliceStable(t.aborted, func(i, j int) bool { return t.aborted[i].FirstOffset < t.aborted[j].FirstOffset })
+}
+
+// consumeUpTo is consumeAbortedTxnsUpTo.
+func (t *cleanedTxns) consumeUpTo(offset int64) {
+	n := 0
+	for n < len(t.aborted) && t.aborted[n].FirstOffset <= offset {
+		a := t.aborted[n]
+		if _, ok := t.ongoingAborted[a.ProducerID]; !ok {
+			t.ongoingAborted[a.ProducerID] = &abortedTxnState{txn: a}
+		}
+		n++
+	}
+	t.aborted = t.aborted[n:]
+}
+
+// onControlBatchRead reports whether the marker may be discarded.
+func (t *cleanedTxns) onControlBatchRead(b recordbatch.Batch) bool {
+	t.consumeUpTo(b.LastOffset())
+	m, ok := parseEndTxnMarker(b)
+	if !ok {
+		// An empty control batch was cleaned already (or is not a marker we know).
+		return b.RecordCount() == 0
+	}
+	pid := b.ProducerID()
+	if !m.commit {
+		st, ok := t.ongoingAborted[pid]
+		delete(t.ongoingAborted, pid)
+		if ok && st.sawData {
+			// Retain the marker until all batches of the transaction are gone.
+			if t.cleanedIndex != nil && t.err == nil {
+				t.err = t.cleanedIndex(st.txn)
+			}
+			return false
+		}
+		return true
+	}
+	// A commit marker may go if this pass saw no batch of its transaction.
+	saw := t.ongoingCommitted[pid]
+	delete(t.ongoingCommitted, pid)
+	return !saw
+}
+
+// onBatchRead reports whether a data batch belongs to an aborted transaction.
+func (t *cleanedTxns) onBatchRead(b recordbatch.Batch) bool {
+	t.consumeUpTo(b.LastOffset())
+	if !b.Transactional() {
+		return false
+	}
+	if st, ok := t.ongoingAborted[b.ProducerID()]; ok {
+		st.sawData = true
+		return true
+	}
+	t.ongoingCommitted[b.ProducerID()] = true
+	return false
 }

@@ -51,7 +51,7 @@ func (l *Log) forEachBatch(segBase int64, fn func(b recordbatch.Batch) error) er
 // oldBases must be contiguous, not include the active segment, and start at base; write
 // takes one whole batch per call, offsets increasing. This is the only implementation of
 // the swap; its crash points (testCleanerCrash) are tested in cleaner_manager_test.go.
-func (l *Log) replaceWithCleaned(base int64, oldBases []int64, emit func(write func(batch []byte) error) error) error {
+func (l *Log) replaceWithCleaned(base int64, oldBases []int64, emit func(write func(batch []byte) error, index func(AbortedTxn) error) error) error {
 	if len(oldBases) == 0 || oldBases[0] != base {
 		return fmt.Errorf("logstore: replace %s: cleaned base %d must equal the first old base", l.tp, base)
 	}
@@ -69,7 +69,7 @@ func (l *Log) replaceWithCleaned(base int64, oldBases []int64, emit func(write f
 	}
 	o := l.segOpts(base, CleanedFileSuffix, true)
 	o.create = true
-	for _, p := range []string{LogFileName(l.dir, base), IndexFileName(l.dir, base), TimeIndexFileName(l.dir, base)} {
+	for _, p := range []string{LogFileName(l.dir, base), IndexFileName(l.dir, base), TimeIndexFileName(l.dir, base), TxnIndexFileName(l.dir, base)} {
 		// Leftovers of an earlier failed pass.
 		if err := l.fs.Remove(p + CleanedFileSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return l.cleanerIOError(fmt.Errorf("remove %s: %w", p+CleanedFileSuffix, err))
@@ -102,6 +102,8 @@ func (l *Log) replaceWithCleaned(base int64, oldBases []int64, emit func(write f
 		pos += int64(len(raw))
 		lastOffset = last
 		return nil
+	}, func(a AbortedTxn) error {
+		return seg.txnIdx.append(a)
 	})
 	if err == nil {
 		err = seg.onBecomeInactive()

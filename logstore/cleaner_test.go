@@ -20,6 +20,9 @@ type memLog struct {
 	start int64
 	leo   int64
 	hw    int64
+	// lso < 0: the LSO is the high watermark. aborted is the transaction index.
+	lso     int64
+	aborted []AbortedTxn
 }
 
 type memSeg struct {
@@ -32,6 +35,46 @@ func (l *memLog) Config() LogConfig              { return l.cfg }
 func (l *memLog) LogStartOffset() int64          { return l.start }
 func (l *memLog) LogEndOffset() int64            { return l.leo }
 func (l *memLog) HighWatermark() int64           { return l.hw }
+func (l *memLog) LastStableOffset() int64 {
+	if l.lso > 0 && l.lso < l.hw {
+		return l.lso
+	}
+	return l.hw
+}
+
+func (l *memLog) collectAbortedTransactions(start, upper int64) []AbortedTxn {
+	var out []AbortedTxn
+	for _, a := range l.aborted {
+		if a.LastOffset >= start && a.FirstOffset < upper {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// lastRecordsOfActiveProducers scans the log (memLog keeps no producer state).
+func (l *memLog) lastRecordsOfActiveProducers() map[int64]lastRecord {
+	out := map[int64]lastRecord{}
+	for _, s := range l.segs {
+		for _, raw := range s.batches {
+			b := recordbatch.Batch(raw)
+			pid := b.ProducerID()
+			if pid < 0 {
+				continue
+			}
+			lr, ok := out[pid]
+			if !ok {
+				lr.lastDataOffset = -1
+			}
+			lr.epoch = b.ProducerEpoch()
+			if !b.Control() {
+				lr.lastDataOffset = b.LastOffset()
+			}
+			out[pid] = lr
+		}
+	}
+	return out
+}
 
 func (l *memLog) Segments() []SegmentInfo {
 	out := make([]SegmentInfo, len(l.segs))
@@ -74,9 +117,10 @@ func (l *memLog) forEachBatch(base int64, fn func(recordbatch.Batch) error) erro
 	return fmt.Errorf("no segment %d", base)
 }
 
-func (l *memLog) replaceWithCleaned(base int64, old []int64, emit func(func([]byte) error) error) error {
+func (l *memLog) replaceWithCleaned(base int64, old []int64, emit func(func([]byte) error, func(AbortedTxn) error) error) error {
 	ns := memSeg{base: base}
-	if err := emit(func(b []byte) error { ns.batches = append(ns.batches, append([]byte(nil), b...)); return nil }); err != nil {
+	if err := emit(func(b []byte) error { ns.batches = append(ns.batches, append([]byte(nil), b...)); return nil },
+		func(AbortedTxn) error { return nil }); err != nil {
 		return err
 	}
 	drop := make(map[int64]bool)

@@ -1,7 +1,10 @@
 // Package logstore is the partition log on disk, mirroring Kafka's kafka.log package:
 // UnifiedLog/LocalLog (log.go), LogSegment (segment.go), OffsetIndex and TimeIndex
-// (index.go), LogManager (manager.go), LogCleaner (cleaner.go) and the checkpoint files
-// (checkpoint.go). Files keep Kafka's byte formats so Kafka's own tools can read them.
+// (index.go), TransactionIndex (txn_index.go), ProducerStateManager (producer_state.go),
+// the partition side of transactions — ongoing transactions, last stable offset,
+// VerificationGuard, transaction markers (txn.go) —, LogManager (manager.go), LogCleaner
+// (cleaner.go) and the checkpoint files (checkpoint.go). Files keep Kafka's byte formats so
+// Kafka's own tools can read them.
 //
 // logstore knows no network, no ZooKeeper and no cluster.
 package logstore

@@ -33,6 +33,10 @@ type DumpOptions struct {
 	SkipRecordMetadata bool
 	// Stderr receives the mismatch reports Kafka prints to standard error (nil: w).
 	Stderr io.Writer
+	// Parser, when set, renders a data record's key and value for PrintDataLog
+	// (DumpLogSegments' MessageParser: the offsets and transaction log decoders); a nil
+	// result is not printed and an error stops the file. nil: UTF-8 text (StringDecoder).
+	Parser func(key, value []byte) (k, v *string, err error)
 }
 
 // DumpLog prints each file as kafka-dump-log.sh does.
@@ -183,11 +187,24 @@ func dumpLogFile(w io.Writer, path string, opts DumpOptions, nonConsecutive map[
 					}
 				}
 				if opts.PrintDataLog && !b.Control() {
-					if r.Key != nil {
-						fmt.Fprintf(w, "%skey: %s", prefix, javaString(r.Key))
-					}
-					if r.Value != nil {
-						fmt.Fprintf(w, " payload: %s", javaString(r.Value))
+					if opts.Parser != nil {
+						k, v, err := opts.Parser(r.Key, r.Value)
+						if err != nil {
+							return fmt.Errorf("record at offset %d: %w", off, err)
+						}
+						if k != nil {
+							fmt.Fprintf(w, "%skey: %s", prefix, *k)
+						}
+						if v != nil {
+							fmt.Fprintf(w, " payload: %s", *v)
+						}
+					} else {
+						if r.Key != nil {
+							fmt.Fprintf(w, "%skey: %s", prefix, javaString(r.Key))
+						}
+						if r.Value != nil {
+							fmt.Fprintf(w, " payload: %s", javaString(r.Value))
+						}
 					}
 				}
 				fmt.Fprintln(w)

@@ -45,12 +45,19 @@ type Log struct {
 	highWatermark  atomic.Int64
 	recoveryPoint  atomic.Int64
 	closed         atomic.Bool
+	// firstUnstable is the published first unstable offset (-1: none), and
+	// hasUnreplicated whether a completed transaction waits for the high watermark to
+	// pass its marker (txn.go); both written under mu.
+	firstUnstable   atomic.Int64
+	hasUnreplicated atomic.Bool
 
 	epochs      *LeaderEpochFileCache
 	epochsDirty bool // recovery assigned epochs not yet written
 
 	// producerState is the idempotent producers' state (ProducerStateManager), under mu.
 	producerState *producerStateManager
+	// indexTxn is indexCompletedTxn as a func value made once (an append passes it).
+	indexTxn func(c completedTxn, lso int64) error
 
 	// flushMu serializes flushes with each other and with Close. Taken before mu, never
 	// under it; held across fsync.
@@ -184,6 +191,15 @@ func (l *Log) UpdateHighWatermark(off int64) int64 {
 		off = s
 	}
 	l.highWatermark.Store(off)
+	// ProducerStateManager.onHighWatermarkUpdated: a completed transaction whose marker is
+	// now below the high watermark stops holding the LSO back. updateFirstUnstableLocked
+	// raises hasUnreplicated before it reads the high watermark, so either it reads this
+	// one or this call sees the flag.
+	if l.hasUnreplicated.Load() {
+		l.mu.Lock()
+		l.updateFirstUnstableLocked()
+		l.mu.Unlock()
+	}
 	return off
 }
 
@@ -307,6 +323,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.ioFailed(err)
 		return err
 	}
+	l.updateFirstUnstableLocked()
 	l.log.WithField("offset", offset).Info("truncated log")
 	return nil
 }
@@ -350,7 +367,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	// ProducerStateManager.truncateFullyAndStartAt: no producers, no snapshots.
 	l.producerState.deleteSnapshotsWhere(func(int64) bool { return true })
 	l.producerState.producers = map[int64]*producerStateEntry{}
+	l.producerState.clearTxns()
 	l.producerState.mapEndOffset, l.producerState.lastSnapOffset = offset, 0
+	l.updateFirstUnstableLocked()
 	l.log.WithField("offset", offset).Info("truncated log fully")
 	return nil
 }
@@ -372,6 +391,8 @@ func (l *Log) incrementStartLocked(offset int64) error {
 		return nil
 	}
 	l.logStartOffset.Store(offset)
+	// onLogStartOffsetIncremented + maybeIncrementFirstUnstableOffset.
+	l.updateFirstUnstableLocked()
 	if err := l.epochs.TruncateFromStart(offset); err != nil {
 		l.ioFailed(err)
 		return err
@@ -635,6 +656,7 @@ func (l *Log) RenameDir(newDir string) error {
 		s.dir = newDir
 		s.offsetIdx.path = s.indexPath()
 		s.timeIdx.path = s.timePath()
+		s.txnIdx.setPath(s.txnPath())
 	}
 	l.epochs.path = filepath.Join(newDir, LeaderEpochCheckpointFile)
 	l.producerState.dir = newDir

@@ -718,7 +718,7 @@ func TestDeleteOldSegmentsAndReplace(t *testing.T) {
 	var first []byte
 	ri, _ := l.Read(0, 1, 10, true)
 	first, _ = ri.Bytes()
-	if err := l.replaceWithCleaned(segs[0].BaseOffset, []int64{segs[0].BaseOffset, segs[1].BaseOffset}, func(write func([]byte) error) error {
+	if err := l.replaceWithCleaned(segs[0].BaseOffset, []int64{segs[0].BaseOffset, segs[1].BaseOffset}, func(write func([]byte) error, _ func(AbortedTxn) error) error {
 		return write(first)
 	}); err != nil {
 		t.Fatal(err)

@@ -18,12 +18,22 @@ package logstore
 //	  int32 offsetDelta (lastOffset-firstOffset of the last batch) | int64 timestamp |
 //	  int32 coordinatorEpoch | int64 currentTxnFirstOffset (-1 if none)
 //
+// Transactions: a producer's first transactional batch opens a transaction
+// (currentTxnFirstOffset, and an entry in ongoing keyed by its first offset); its COMMIT or
+// ABORT marker closes it (a completed transaction, moved to unreplicated until the high
+// watermark passes the marker). The first unstable offset is the lowest first offset of
+// both; the last stable offset is min(it, high watermark) (txn.go). Aborted transactions
+// are written to the marker's segment's .txnindex (txn_index.go) with the LSO at that
+// moment (ProducerStateManager.lastStableOffset). Loading a snapshot reopens the
+// transactions its entries still have open.
+//
 // Deviations: entries are written in producer id order (Kafka iterates a HashMap) so the
 // bytes are deterministic; a snapshot is written to .tmp, fsynced and renamed (Kafka writes
-// the file in place and fsyncs later); transactions are not served yet, so transactional
-// batches and markers only move currentTxnFirstOffset (replicated or recovered data); a
-// snapshot exactly at the log start offset is kept (Kafka's truncateAndReload deletes those
-// <= logStartOffset, losing the state of producers whose batches retention removed).
+// the file in place and fsyncs later); a snapshot exactly at the log start offset is kept
+// (Kafka's truncateAndReload deletes those <= logStartOffset, losing the state of producers
+// whose batches retention removed); a follower or recovery replaying a non-transactional
+// batch of a producer with an open transaction only warns (Kafka's appendDataBatch throws
+// INVALID_TXN_STATE for every origin, which would stall replication).
 //
 // Concurrency: owned by its Log and used under Log.mu only.
 
@@ -180,6 +190,15 @@ type producerStateManager struct {
 	expirationMs, checkIntervalMs int64
 	lastExpiryCheckMs             int64
 
+	// ongoing are the open transactions by first offset -> producer id (ongoingTxns).
+	ongoing map[int64]int64
+	// unreplicated are completed transactions whose marker is not yet below the high
+	// watermark, by first offset (unreplicatedTxns).
+	unreplicated map[int64]txnMeta
+	// verification holds KIP-890 verification state per producer id
+	// (verificationStates): the guard a produce must present.
+	verification map[int64]*verificationState
+
 	// replayedBatches counts batches read from the log to rebuild state (load/truncate);
 	// tests use it to show a restart reads the snapshot, not the whole log.
 	replayedBatches int64
@@ -193,11 +212,102 @@ func newProducerStateManager(dir string, fsys FS, log *logrus.Entry, expirationM
 		checkIntervalMs = DefaultProducerIDExpirationCheckIntervalMs
 	}
 	return &producerStateManager{dir: dir, fs: fsys, log: log, producers: map[int64]*producerStateEntry{},
-		expirationMs: expirationMs, checkIntervalMs: checkIntervalMs}
+		expirationMs: expirationMs, checkIntervalMs: checkIntervalMs, ongoing: map[int64]int64{},
+		unreplicated: map[int64]txnMeta{}, verification: map[int64]*verificationState{}}
 }
 
-// batchUpdate is what one batch changes in its producer's entry (the header fields; the
-// batch bytes themselves may be reused by the caller).
+// txnMeta is Kafka's TxnMetadata of a completed transaction.
+type txnMeta struct {
+	producerID, lastOffset int64
+}
+
+// completedTxn is Kafka's CompletedTxn: a marker closed a transaction with data.
+type completedTxn struct {
+	producerID, firstOffset, lastOffset int64
+	aborted                             bool
+}
+
+// txnEvent is a transaction opened or completed by one batch of an append, kept in log
+// order so the LSO of each completion sees exactly the transactions open at its marker.
+type txnEvent struct {
+	start bool // else completed
+	c     completedTxn
+}
+
+// verificationState is Kafka's VerificationStateEntry (without the lowest sequence: the
+// broker does not pass the sequence here).
+type verificationState struct {
+	guard       *VerificationGuard
+	epoch       int16
+	timestampMs int64
+}
+
+// firstUnstableOffset is ProducerStateManager.firstUnstableOffset: the lowest first offset
+// of ongoing or unreplicated transactions.
+func (m *producerStateManager) firstUnstableOffset() (int64, bool) {
+	fuo, ok := int64(0), false
+	for off := range m.ongoing {
+		if !ok || off < fuo {
+			fuo, ok = off, true
+		}
+	}
+	for off := range m.unreplicated {
+		if !ok || off < fuo {
+			fuo, ok = off, true
+		}
+	}
+	return fuo, ok
+}
+
+// removeUnreplicated drops completed transactions whose marker is below offset
+// (onHighWatermarkUpdated / onLogStartOffsetIncremented).
+func (m *producerStateManager) removeUnreplicated(offset int64) {
+	for first, t := range m.unreplicated {
+		if t.lastOffset < offset {
+			delete(m.unreplicated, first)
+		}
+	}
+}
+
+// lastStableOffsetFor is ProducerStateManager.lastStableOffset(completedTxn): the first
+// offset of the earliest transaction of another producer still open, else the offset after
+// the marker.
+func (m *producerStateManager) lastStableOffsetFor(c completedTxn) int64 {
+	lso, ok := int64(0), false
+	for first, pid := range m.ongoing {
+		if pid != c.producerID && (!ok || first < lso) {
+			lso, ok = first, true
+		}
+	}
+	if !ok {
+		return c.lastOffset + 1
+	}
+	return lso
+}
+
+// completeTxn is ProducerStateManager.completeTxn.
+func (m *producerStateManager) completeTxn(c completedTxn) {
+	if _, ok := m.ongoing[c.firstOffset]; !ok {
+		m.log.WithFields(logrus.Fields{"producer_id": c.producerID, "first_offset": c.firstOffset, "last_offset": c.lastOffset}).
+			Warn("completed a transaction that was not started")
+	}
+	delete(m.ongoing, c.firstOffset)
+	m.unreplicated[c.firstOffset] = txnMeta{producerID: c.producerID, lastOffset: c.lastOffset}
+}
+
+func (m *producerStateManager) hasOngoingTxn(pid int64) bool {
+	e, ok := m.producers[pid]
+	return ok && e.currentTxnFirstOffset >= 0
+}
+
+// clearTxns forgets every transaction (truncation, reload).
+func (m *producerStateManager) clearTxns() {
+	m.ongoing = map[int64]int64{}
+	m.unreplicated = map[int64]txnMeta{}
+}
+
+// batchUpdate is what one batch changes in its producer's entry (the header fields and,
+// for a control batch, its marker; the batch bytes themselves may be reused by the caller).
 type batchUpdate struct {
 	pid           int64
 	epoch         int16
@@ -207,29 +317,113 @@ type batchUpdate struct {
 	timestamp     int64
 	control       bool
 	transactional bool
+	// For control batches: marker is false for an empty batch (cleaned) or one that is
+	// not a COMMIT/ABORT marker, which change nothing.
+	marker           bool
+	abort            bool
+	coordinatorEpoch int32
 }
 
+// updateOf reads the producer fields of b; for a control batch b must be whole (its
+// record is the marker).
 func updateOf(b recordbatch.Batch) batchUpdate {
-	return batchUpdate{pid: b.ProducerID(), epoch: b.ProducerEpoch(), lastSeq: lastSequence(b), baseOffset: b.BaseOffset(),
+	u := batchUpdate{pid: b.ProducerID(), epoch: b.ProducerEpoch(), lastSeq: lastSequence(b), baseOffset: b.BaseOffset(),
 		lastOffset: b.LastOffset(), timestamp: b.MaxTimestamp(), control: b.Control(), transactional: b.Transactional()}
+	if u.control {
+		if m, ok := parseEndTxnMarker(b); ok {
+			u.marker, u.abort, u.coordinatorEpoch, u.timestamp = true, !m.commit, m.coordinatorEpoch, m.timestamp
+		}
+	}
+	return u
 }
 
-// apply is ProducerAppendInfo.appendDataBatch / appendEndTxnMarker on e.
-func (u batchUpdate) apply(e *producerStateEntry) {
+// apply is ProducerAppendInfo.appendDataBatch / appendEndTxnMarker on e. It returns the
+// transaction the batch opened or completed, if any.
+func (u batchUpdate) apply(e *producerStateEntry) (txnEvent, bool) {
 	if u.control {
-		// An end-transaction marker: the transaction is over.
-		if u.epoch > e.epoch || e.epoch == noProducerEpoch {
+		if !u.marker {
+			return txnEvent{}, false
+		}
+		var ev txnEvent
+		done := e.currentTxnFirstOffset >= 0
+		if done {
+			ev.c = completedTxn{producerID: u.pid, firstOffset: e.currentTxnFirstOffset, lastOffset: u.baseOffset, aborted: u.abort}
+		}
+		// ProducerStateEntry.update(epoch, coordinatorEpoch, timestamp).
+		if u.epoch != e.epoch {
 			e.epoch = u.epoch
 			e.batches = e.batches[:0]
 		}
+		e.coordinatorEpoch = u.coordinatorEpoch
 		e.currentTxnFirstOffset = -1
 		e.lastTimestamp = u.timestamp
-		return
+		return ev, done
 	}
 	e.addBatch(u.epoch, u.lastSeq, u.lastOffset, int32(u.lastOffset-u.baseOffset), u.timestamp)
 	if u.transactional && e.currentTxnFirstOffset < 0 {
 		e.currentTxnFirstOffset = u.baseOffset
+		return txnEvent{start: true, c: completedTxn{producerID: u.pid, firstOffset: u.baseOffset}}, true
 	}
+	return txnEvent{}, false
+}
+
+// endTxnMarker is Kafka's EndTransactionMarker read from a control batch.
+type endTxnMarker struct {
+	commit           bool
+	coordinatorEpoch int32
+	timestamp        int64
+}
+
+// Control record types (ControlRecordType).
+const (
+	controlTypeAbort  = 0
+	controlTypeCommit = 1
+)
+
+// parseEndTxnMarker reads the COMMIT/ABORT marker of a control batch: key int16 version,
+// int16 type; value int16 version, int32 coordinatorEpoch. ok is false for an empty batch,
+// another control type or a malformed record.
+func parseEndTxnMarker(b recordbatch.Batch) (endTxnMarker, bool) {
+	if b.RecordCount() == 0 {
+		return endTxnMarker{}, false
+	}
+	var m endTxnMarker
+	ok := false
+	err := b.ForEachRecord(false, func(r *recordbatch.Record) error {
+		if ok || len(r.Key) < 4 || len(r.Value) < 6 {
+			return nil
+		}
+		typ := int16(binary.BigEndian.Uint16(r.Key[2:]))
+		if typ != controlTypeAbort && typ != controlTypeCommit {
+			return nil
+		}
+		m = endTxnMarker{commit: typ == controlTypeCommit, coordinatorEpoch: int32(binary.BigEndian.Uint32(r.Value[2:])),
+			timestamp: b.BaseTimestamp() + r.TimestampDelta}
+		if b.LogAppendTime() {
+			m.timestamp = b.MaxTimestamp()
+		}
+		ok = true
+		return nil
+	})
+	return m, ok && err == nil
+}
+
+// endTxnMarkerBatch builds the control batch of a COMMIT or ABORT marker
+// (MemoryRecords.withEndTransactionMarker): transactional and control, base sequence -1,
+// one record timestamped nowMs.
+func endTxnMarkerBatch(producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, nowMs int64) []byte {
+	typ := int16(controlTypeAbort)
+	if commit {
+		typ = controlTypeCommit
+	}
+	key := make([]byte, 4)
+	binary.BigEndian.PutUint16(key[2:], uint16(typ))
+	value := make([]byte, 6)
+	binary.BigEndian.PutUint32(value[2:], uint32(coordinatorEpoch))
+	h := recordbatch.Header{Attributes: recordbatch.AttrTransactional | recordbatch.AttrControl, BaseTimestamp: nowMs,
+		MaxTimestamp: nowMs, ProducerID: producerID, ProducerEpoch: producerEpoch, BaseSequence: noSequence}
+	b, _ := recordbatch.Build(h, []recordbatch.Record{{Key: key, Value: value}}, recordbatch.None)
+	return b
 }
 
 // producerAppend is a pending update (ProducerAppendInfo for every producer of one append):
@@ -240,6 +434,11 @@ type producerAppend struct {
 	one     batchUpdate
 	hasOne  bool
 	updated map[int64]*producerStateEntry
+	// events are the transactions opened and completed by the batches in updated, in log
+	// order; txnPIDs the producers with transactional batches (their verification state
+	// is spent: the transaction is open or over).
+	events  []txnEvent
+	txnPIDs []int64
 }
 
 func (m *producerStateManager) prepareAppend() producerAppend { return producerAppend{m: m} }
@@ -253,7 +452,7 @@ func (pa *producerAppend) pending(pid int64) *producerStateEntry {
 		pa.hasOne = false
 		one := pa.one
 		pa.pending(one.pid)
-		one.apply(pa.updated[one.pid])
+		pa.record(one, pa.updated[one.pid])
 	}
 	if e, ok := pa.updated[pid]; ok {
 		return e
@@ -281,9 +480,10 @@ func (m *producerStateManager) findDuplicate(b recordbatch.Batch) (batchMetadata
 	return e.findDuplicateBatch(b)
 }
 
-// validate checks a client batch against the pending state (ProducerAppendInfo
-// checkProducerEpoch + checkSequence for AppendOrigin.CLIENT).
-func (pa *producerAppend) validate(b recordbatch.Batch) error {
+// validate checks a leader batch against the pending state (ProducerAppendInfo
+// checkProducerEpoch, checkSequence for AppendOrigin.CLIENT, checkCoordinatorEpoch for
+// markers, and appendDataBatch's transactional check).
+func (pa *producerAppend) validate(b recordbatch.Batch, origin AppendOrigin) error {
 	pid := b.ProducerID()
 	if pid < 0 {
 		return nil
@@ -294,32 +494,43 @@ func (pa *producerAppend) validate(b recordbatch.Batch) error {
 		curEpoch = cur.epoch
 	}
 	// The entry as this append left it so far.
-	epoch, lastSeq := curEpoch, int32(noSequence)
+	epoch, lastSeq, coordEpoch, txnFirst := curEpoch, int32(noSequence), int32(-1), int64(-1)
 	if hasCur {
-		lastSeq = cur.lastSeq()
+		lastSeq, coordEpoch, txnFirst = cur.lastSeq(), cur.coordinatorEpoch, cur.currentTxnFirstOffset
 	}
 	if e, ok := pa.updated[pid]; ok {
-		epoch, lastSeq = e.epoch, e.lastSeq()
+		epoch, lastSeq, coordEpoch, txnFirst = e.epoch, e.lastSeq(), e.coordinatorEpoch, e.currentTxnFirstOffset
 	} else if pa.hasOne && pa.one.pid == pid {
 		e := pa.pending(pid)
-		epoch, lastSeq = e.epoch, e.lastSeq()
+		epoch, lastSeq, coordEpoch, txnFirst = e.epoch, e.lastSeq(), e.coordinatorEpoch, e.currentTxnFirstOffset
 	}
 	appendEpoch, firstSeq := b.ProducerEpoch(), b.BaseSequence()
 	if appendEpoch < epoch {
 		return fmt.Errorf("%w: epoch of producer %d is %d, which is smaller than the last seen epoch %d",
 			ErrInvalidProducerEpoch, pid, appendEpoch, epoch)
 	}
-	if appendEpoch != epoch {
-		if firstSeq != 0 && epoch != noProducerEpoch {
-			return fmt.Errorf("%w: invalid sequence number for new epoch of producer %d: %d (request epoch), %d (seq. number), %d (current producer epoch)",
-				ErrOutOfOrderSequence, pid, appendEpoch, firstSeq, epoch)
+	if b.Control() {
+		if m, ok := parseEndTxnMarker(b); ok && m.coordinatorEpoch < coordEpoch {
+			return fmt.Errorf("%w: invalid coordinator epoch for producer %d: %d (zombie), %d (current)",
+				ErrTransactionCoordinatorFenced, pid, m.coordinatorEpoch, coordEpoch)
 		}
 		return nil
 	}
-	// No known epoch (state deleted by retention or DeleteRecords): any sequence goes.
-	if curEpoch != noProducerEpoch && !inSequence(lastSeq, firstSeq) {
-		return fmt.Errorf("%w: out of order sequence number for producer %d: %d (incoming seq. number), %d (current end sequence number)",
-			ErrOutOfOrderSequence, pid, firstSeq, lastSeq)
+	// The coordinators' batches carry no meaningful sequence: checkSequence is for clients.
+	if origin == OriginClient {
+		if appendEpoch != epoch {
+			if firstSeq != 0 && epoch != noProducerEpoch {
+				return fmt.Errorf("%w: invalid sequence number for new epoch of producer %d: %d (request epoch), %d (seq. number), %d (current producer epoch)",
+					ErrOutOfOrderSequence, pid, appendEpoch, firstSeq, epoch)
+			}
+		} else if curEpoch != noProducerEpoch && !inSequence(lastSeq, firstSeq) {
+			// No known epoch (state deleted by retention or DeleteRecords): any sequence goes.
+			return fmt.Errorf("%w: out of order sequence number for producer %d: %d (incoming seq. number), %d (current end sequence number)",
+				ErrOutOfOrderSequence, pid, firstSeq, lastSeq)
+		}
+	}
+	if txnFirst >= 0 && !b.Transactional() {
+		return fmt.Errorf("%w: expected transactional write from producer %d", ErrInvalidTxnState, pid)
 	}
 	return nil
 }
@@ -349,23 +560,60 @@ func (pa *producerAppend) update(b recordbatch.Batch) {
 		pa.one, pa.hasOne = u, true
 		return
 	}
-	u.apply(pa.pending(pid))
+	pa.record(u, pa.pending(pid))
 }
 
-// commit publishes the pending state (ProducerStateManager.update + updateMapEndOffset).
-func (pa *producerAppend) commit(nextOffset int64) {
+// record applies u to the pending entry e and notes the transaction event.
+func (pa *producerAppend) record(u batchUpdate, e *producerStateEntry) {
+	if u.transactional {
+		pa.txnPIDs = append(pa.txnPIDs, u.pid)
+	}
+	if ev, ok := u.apply(e); ok {
+		pa.events = append(pa.events, ev)
+	}
+}
+
+// commit publishes the pending state (ProducerStateManager.update + completeTxn +
+// updateMapEndOffset). Each completed transaction is handed to index with the LSO at its
+// marker before it is completed (UnifiedLog.append writes aborted ones to the txn index);
+// the first error of index is returned, the state is updated regardless.
+func (pa *producerAppend) commit(nextOffset int64, index func(c completedTxn, lso int64) error) error {
+	m := pa.m
 	if pa.hasOne {
-		e, ok := pa.m.producers[pa.one.pid]
+		e, ok := m.producers[pa.one.pid]
 		if !ok {
 			e = newProducerStateEntry(pa.one.pid)
-			pa.m.producers[pa.one.pid] = e
+			m.producers[pa.one.pid] = e
 		}
-		pa.one.apply(e)
+		if ev, ok := pa.one.apply(e); ok {
+			pa.events = append(pa.events, ev)
+		}
+		if pa.one.transactional {
+			delete(m.verification, pa.one.pid)
+		}
 	}
 	for pid, e := range pa.updated {
-		pa.m.producers[pid] = e
+		m.producers[pid] = e
 	}
-	pa.m.mapEndOffset = nextOffset
+	var firstErr error
+	for _, ev := range pa.events {
+		if ev.start {
+			m.ongoing[ev.c.firstOffset] = ev.c.producerID
+			continue
+		}
+		if index != nil {
+			if err := index(ev.c, m.lastStableOffsetFor(ev.c)); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+		m.completeTxn(ev.c)
+	}
+	// UnifiedLog.updateProducers: a transactional batch spends the verification state.
+	for _, pid := range pa.txnPIDs {
+		delete(m.verification, pid)
+	}
+	m.mapEndOffset = nextOffset
+	return firstErr
 }
 
 // removeExpired drops producers idle for producer.id.expiration.ms with no open
@@ -377,6 +625,11 @@ func (m *producerStateManager) removeExpired(nowMs int64) int {
 		if m.isExpired(e, nowMs) {
 			delete(m.producers, pid)
 			n++
+		}
+	}
+	for pid, v := range m.verification {
+		if nowMs-v.timestampMs >= m.expirationMs {
+			delete(m.verification, pid)
 		}
 	}
 	return n
@@ -575,6 +828,7 @@ func (m *producerStateManager) deleteSnapshotsWhere(drop func(off int64) bool) {
 // the next older one tried. It returns the offset replay must start from.
 func (m *producerStateManager) loadFromSnapshot(logStart, logEnd, nowMs int64) int64 {
 	m.producers = map[int64]*producerStateEntry{}
+	m.clearTxns()
 	for i := len(m.snapshots) - 1; i >= 0; i-- {
 		off := m.snapshots[i]
 		if off > logEnd || off < logStart {
@@ -588,7 +842,11 @@ func (m *producerStateManager) loadFromSnapshot(logStart, logEnd, nowMs int64) i
 		}
 		for _, e := range entries {
 			if !m.isExpired(e, nowMs) {
+				// loadProducerEntry: an open transaction is ongoing again.
 				m.producers[e.producerID] = e
+				if e.currentTxnFirstOffset >= 0 {
+					m.ongoing[e.currentTxnFirstOffset] = e.producerID
+				}
 			}
 		}
 		m.mapEndOffset, m.lastSnapOffset = off, off
@@ -630,17 +888,22 @@ func (l *Log) rebuildProducerState(logEnd int64, logStart int64, why string) err
 	return nil
 }
 
-// replayProducerState reads the batch headers in [from, to) and updates producer state
-// without checks (loadProducersFromRecords).
+// replayProducerState reads the batch headers (and whole control batches) in [from, to)
+// and updates producer state without checks (loadProducersFromRecords). Aborted
+// transactions whose marker is in a segment recovery reset are written to its .txnindex
+// again (LogSegment.recover's updateTxnIndex).
 func (l *Log) replayProducerState(from, to int64) error {
 	m := l.producerState
-	pa := m.prepareAppend()
 	var hdr [recordbatch.HeaderSize]byte
-	for _, s := range l.segments() {
+	var buf []byte
+	segs := l.segments()
+	for i, s := range segs {
 		end := s.size.Load()
 		if s.baseOffset >= to {
 			break
 		}
+		pa := m.prepareAppend()
+		seg := s
 		var pos int64
 		if from > s.baseOffset {
 			bp, ok, err := s.translateOffset(from, end)
@@ -663,12 +926,32 @@ func (l *Log) replayProducerState(from, to int64) error {
 			}
 			if b.LastOffset() >= from {
 				m.replayedBatches++
+				if b.Control() && b.ProducerID() >= 0 {
+					whole, err := readBatchAt(s.osFile, pos, end, &buf)
+					if err != nil {
+						break
+					}
+					b = whole
+				}
 				pa.update(b)
 			}
 			pos += size
 		}
+		next := to
+		if i+1 < len(segs) && segs[i+1].baseOffset < to {
+			next = segs[i+1].baseOffset
+		}
+		err := pa.commit(next, func(c completedTxn, lso int64) error {
+			if !c.aborted || !seg.rebuildTxnIndex {
+				return nil
+			}
+			return seg.txnIdx.append(AbortedTxn{ProducerID: c.producerID, FirstOffset: c.firstOffset, LastOffset: c.lastOffset, LastStableOffset: lso})
+		})
+		if err != nil {
+			return err
+		}
 	}
-	pa.commit(to)
+	m.mapEndOffset = to
 	return nil
 }
 

@@ -93,11 +93,11 @@ func BenchmarkProducerStateCheck(b *testing.B) {
 			b.Fatal("duplicate")
 		}
 		pa := m.prepareAppend()
-		if err := pa.validate(batch); err != nil {
+		if err := pa.validate(batch, OriginClient); err != nil {
 			b.Fatal(err)
 		}
 		pa.update(batch)
 		offset += 10
-		pa.commit(offset)
+		_ = pa.commit(offset, nil)
 	}
 }

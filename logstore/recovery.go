@@ -47,6 +47,8 @@ func OpenLog(dir string, opts LogOpenOptions) (*Log, error) {
 		scheduleDelete: opts.ScheduleDelete,
 		log:            opts.Log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}),
 	}
+	l.firstUnstable.Store(-1)
+	l.indexTxn = l.indexCompletedTxn
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
@@ -181,9 +183,9 @@ func (l *Log) load(opts LogOpenOptions) error {
 			return err
 		}
 		segs = append(segs, seg)
-		if missingIndex || seg.offsetIdx.sanityCheck(seg.size.Load()) != nil || seg.timeIdx.sanityCheck() != nil {
+		if missingIndex || seg.rebuildTxnIndex || seg.offsetIdx.sanityCheck(seg.size.Load()) != nil || seg.timeIdx.sanityCheck() != nil {
 			l.log.WithField("segment", base).Warn("rebuilding missing or corrupt index")
-			if _, err := l.recoverSegment(seg, cfg, i == len(bases)-1); err != nil {
+			if _, err := l.recoverSegmentWithTxnIndex(seg, cfg, i == len(bases)-1); err != nil {
 				return err
 			}
 		}
@@ -195,7 +197,7 @@ func (l *Log) load(opts LogOpenOptions) error {
 			first++
 		}
 		for i := first; i < len(segs); i++ {
-			truncated, err := l.recoverSegment(segs[i], cfg, i == len(segs)-1)
+			truncated, err := l.recoverSegmentWithTxnIndex(segs[i], cfg, i == len(segs)-1)
 			if err != nil {
 				return err
 			}
@@ -283,12 +285,45 @@ func (l *Log) load(opts LogOpenOptions) error {
 	l.recoveryPoint.Store(rp)
 	l.highWatermark.Store(min(max(opts.HighWatermark, logStart), leo))
 	l.mu.lastFlush = l.clock()
-	// 8. Producer state: the latest snapshot <= LEO, then the batches after it.
+	// 8. Producer state: the latest snapshot <= LEO, then the batches after it. Segments
+	// recovery re-validated get their .txnindex back from this replay, so it must start at
+	// or before the first of them: later snapshots may reflect data that was not flushed
+	// and go (LogLoader.recoverSegment rebuilds producer state up to the segment with
+	// truncateAndReload, which deletes them).
 	l.producerState.setSnapshots(names)
-	if err := l.rebuildProducerState(leo, logStart, "load"); err != nil {
+	rebuildFrom := int64(-1)
+	for _, s := range segs {
+		if s.rebuildTxnIndex {
+			rebuildFrom = s.baseOffset
+			break
+		}
+	}
+	if rebuildFrom >= 0 {
+		l.producerState.deleteSnapshotsWhere(func(off int64) bool { return off > rebuildFrom })
+	}
+	err = l.rebuildProducerState(leo, logStart, "load")
+	for _, s := range segs {
+		s.rebuildTxnIndex = false
+	}
+	if err != nil {
 		return err
 	}
+	l.updateFirstUnstableLocked()
 	return nil
+}
+
+// recoverSegmentWithTxnIndex is recoverSegment plus the reset of the segment's .txnindex,
+// whose entries the producer-state replay at the end of load writes again
+// (LogSegment.recover resets txnIndex and re-appends aborted transactions). A segment
+// without ABORT markers has no entries to rebuild: it is not flagged, so the replay need
+// not start before it (Kafka replays anyway; the index comes out the same, empty).
+func (l *Log) recoverSegmentWithTxnIndex(s *Segment, cfg *LogConfig, active bool) (int64, error) {
+	if err := s.txnIdx.reset(); err != nil {
+		return 0, err
+	}
+	truncated, err := l.recoverSegment(s, cfg, active)
+	s.rebuildTxnIndex = s.recoveredAbortMarker
+	return truncated, err
 }
 
 // completeSwap finishes an interrupted cleaner swap: segments the swap covers are deleted
@@ -341,6 +376,7 @@ func (l *Log) recoverSegment(s *Segment, cfg *LogConfig, active bool) (int64, er
 	}
 	s.offsetIdx.reset()
 	s.timeIdx.reset()
+	s.recoveredAbortMarker = false
 	s.maxTimestampSoFar.Store(-1)
 	s.offsetOfMaxTimestampSoFar.Store(s.baseOffset)
 	st, err := s.log.Stat()
@@ -380,6 +416,11 @@ func (l *Log) recoverSegment(s *Segment, cfg *LogConfig, active bool) (int64, er
 				if l.epochs.assign(ep, b.BaseOffset()) {
 					l.epochsDirty = true
 				}
+			}
+		}
+		if b.Control() && b.ProducerID() >= 0 {
+			if m, ok := parseEndTxnMarker(b); ok && !m.commit {
+				s.recoveredAbortMarker = true
 			}
 		}
 		nextOffset = b.NextOffset()

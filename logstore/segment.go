@@ -1,8 +1,8 @@
 package logstore
 
-// Segment mirrors Kafka's LogSegment: one .log file of record batches plus its .index and
-// .timeindex, all named by the 20-digit base offset. (.txnindex and producer .snapshot files
-// share the naming; samsa does not write them yet.)
+// Segment mirrors Kafka's LogSegment: one .log file of record batches plus its .index,
+// .timeindex and (created when first needed) .txnindex, all named by the 20-digit base
+// offset. Producer .snapshot files share the naming (producer_state.go).
 //
 // Concurrency: the owning Log's appender mutates a segment under Log.mu; readers use the
 // published size (atomic) and positional reads only.
@@ -76,6 +76,7 @@ type Segment struct {
 	osFile     *os.File
 	offsetIdx  *OffsetIndex
 	timeIdx    *TimeIndex
+	txnIdx     *txnIndex
 
 	// size is the published length of valid data in .log; readers never look past it.
 	size atomic.Int64
@@ -87,6 +88,10 @@ type Segment struct {
 	lastModified              atomic.Int64 // unix ms of the last append
 
 	// Appender-only.
+	// rebuildTxnIndex: recovery reset the .txnindex; the producer-state replay at load
+	// writes its entries again.
+	rebuildTxnIndex          bool
+	recoveredAbortMarker     bool // recoverSegment found an ABORT marker
 	bytesSinceLastIndexEntry int64
 	indexesSized             bool // indexes preallocated for appends
 	rollJitterMs             int64
@@ -109,6 +114,7 @@ func (s *Segment) File() *os.File { return s.osFile }
 func (s *Segment) logPath() string   { return LogFileName(s.dir, s.baseOffset) + s.suffix }
 func (s *Segment) indexPath() string { return IndexFileName(s.dir, s.baseOffset) + s.suffix }
 func (s *Segment) timePath() string  { return TimeIndexFileName(s.dir, s.baseOffset) + s.suffix }
+func (s *Segment) txnPath() string   { return TxnIndexFileName(s.dir, s.baseOffset) + s.suffix }
 
 type segmentOptions struct {
 	fs            FS
@@ -155,6 +161,20 @@ func openSegment(o segmentOptions) (*Segment, error) {
 		f.Close()
 		s.offsetIdx.unmapOnly()
 		return nil, err
+	}
+	if s.txnIdx, err = openTxnIndex(o.fs, s.txnPath(), o.baseOffset, !o.create); err != nil {
+		if errors.Is(err, errCorruptTxnIndex) && s.txnIdx != nil {
+			// Rebuilt by the load's recovery of this segment.
+			s.rebuildTxnIndex = true
+		} else {
+			f.Close()
+			s.offsetIdx.unmapOnly()
+			s.timeIdx.unmapOnly()
+			if s.txnIdx != nil {
+				_ = s.txnIdx.close()
+			}
+			return nil, err
+		}
 	}
 	if st.Size() == 0 {
 		s.rollingBasedTimestamp.Store(-1)
@@ -393,7 +413,7 @@ func (s *Segment) flush() error {
 	if err := s.timeIdx.flush(); err != nil {
 		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
 	}
-	return nil
+	return s.txnIdx.flush()
 }
 
 // truncateTo removes every batch with last offset >= offset (LogSegment.truncateTo); the
@@ -405,6 +425,9 @@ func (s *Segment) truncateTo(offset int64, maxIndexBytes int32) (int64, error) {
 	}
 	s.offsetIdx.TruncateTo(offset)
 	s.timeIdx.TruncateTo(offset)
+	if err := s.txnIdx.truncateTo(offset); err != nil {
+		return 0, err
+	}
 	if err := s.sizeIndexes(maxIndexBytes); err != nil {
 		return 0, err
 	}
@@ -457,13 +480,15 @@ func (s *Segment) close() error {
 	err1 := s.offsetIdx.close()
 	err2 := s.timeIdx.close()
 	err3 := s.log.Close()
-	return errors.Join(err1, err2, err3)
+	err4 := s.txnIdx.close()
+	return errors.Join(err1, err2, err3, err4)
 }
 
 // closeNoTrim closes without touching index lengths (before delete/rename).
 func (s *Segment) closeNoTrim() error {
 	s.offsetIdx.unmapOnly()
 	s.timeIdx.unmapOnly()
+	_ = s.txnIdx.close()
 	return s.log.Close()
 }
 
@@ -481,15 +506,14 @@ func (s *Segment) changeSuffix(newSuffix string) error {
 	}
 	s.offsetIdx.path = s.indexPath()
 	s.timeIdx.path = s.timePath()
-	return nil
+	return s.txnIdx.rename(s.txnPath())
 }
 
 // deleteFiles closes and removes the segment's files now.
 func (s *Segment) deleteFiles() error {
 	_ = s.closeNoTrim()
 	var errs []error
-	for _, p := range []string{s.logPath(), s.indexPath(), s.timePath(),
-		TxnIndexFileName(s.dir, s.baseOffset) + s.suffix} {
+	for _, p := range []string{s.logPath(), s.indexPath(), s.timePath(), s.txnPath()} {
 		if err := s.fs.Remove(p); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}

@@ -31,4 +31,8 @@ var (
 	// Idempotent producer state (producer_state.go).
 	ErrOutOfOrderSequence   = errors.New("logstore: out of order sequence number") // OUT_OF_ORDER_SEQUENCE_NUMBER (45)
 	ErrInvalidProducerEpoch = errors.New("logstore: invalid producer epoch")       // INVALID_PRODUCER_EPOCH (47)
+
+	// Transactions (txn.go).
+	ErrInvalidTxnState              = errors.New("logstore: invalid transaction state")      // INVALID_TXN_STATE (48)
+	ErrTransactionCoordinatorFenced = errors.New("logstore: transaction coordinator fenced") // TRANSACTION_COORDINATOR_FENCED (52)
 )
