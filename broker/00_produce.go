@@ -10,6 +10,13 @@ package broker
 //     so the client learns something went wrong.
 //   - acks=-1 waits (DelayedProduce) for the high watermark, up to timeout_ms.
 //   - v8+: ErrorMessage; v10: CurrentLeader and NodeEndpoints on NOT_LEADER_OR_FOLLOWER (KIP-951).
+//   - Transactions: transactional records need the request's transactional_id (else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as KafkaApis); with
+//     transaction.partition.verification.enable (default true) the leader verifies a
+//     producer's first transactional batch on a partition with the transaction coordinator
+//     (KIP-890 part 1, txn_verification.go) and answers INVALID_TXN_STATE when it was not
+//     added, NOT_ENOUGH_REPLICAS when the coordinator could not tell (retriable). Control
+//     batches from clients are INVALID_RECORD.
 // Deviation: v0-v2 (message formats v0/v1) are not served.
 
 import (
@@ -60,6 +67,12 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	respParts := make([]kmsg.ProduceResponseTopicPartition, 0, n)
+	// KafkaApis: transactional records need a transactional id (and WRITE on it, which
+	// every principal has without an authorizer); without one the whole request fails.
+	var reqErr error
+	if req.TransactionID == nil && hasTransactionalRecords(req) {
+		reqErr = fmt.Errorf("transactional records without a transactional id: %w", kerr.TransactionalIDAuthorizationFailed)
+	}
 	for _, rt := range req.Topics {
 		respTopic := kmsg.NewProduceResponseTopic()
 		respTopic.Topic = rt.Topic
@@ -76,6 +89,8 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 			var err error
 			var batch []byte
 			switch {
+			case reqErr != nil:
+				err = reqErr
 			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 				err = fmt.Errorf("acks=%d: %w", req.Acks, ErrInvalidRequiredAcks)
 			case isInternalTopicName(rt.Topic) && rc.ClientID != adminClientID:
@@ -97,7 +112,7 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 
 	if len(tps) > 0 {
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-		results := a.Replicas.AppendRecords(ctx, timeout, req.Acks, tps, records)
+		results := a.Replicas.AppendRecordsWith(ctx, timeout, req.Acks, tps, records, AppendParams{TransactionalID: req.TransactionID})
 		for i, r := range results {
 			p := &resp.Topics[slots[i].ti].Partitions[slots[i].pi]
 			if r.Err != nil {
@@ -151,6 +166,21 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 	return resp, nil
 }
 
+// hasTransactionalRecords is RequestUtils.hasTransactionalRecords: some partition's first
+// batch has the transactional flag (v3+ requests carry one batch per partition).
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			r := req.Topics[i].Partitions[j].Records
+			if len(r) >= batchAttrOffset+2 && r[batchMagicOffset] == 2 &&
+				binary.BigEndian.Uint16(r[batchAttrOffset:])&batchAttrTransactional != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func setProduceError(p *kmsg.ProduceResponseTopicPartition, version int16, err error) {
 	p.ErrorCode = ErrorCode(err)
 	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
@@ -197,12 +227,13 @@ func (a *APIs) nodeEndpoints(listener string, each func(add func(int32))) []kmsg
 
 // Record batch header offsets (disk-layout.md §4).
 const (
-	batchLengthOffset   = 8
-	batchMagicOffset    = 16
-	batchAttrOffset     = 21
-	batchLogOverhead    = 12 // baseOffset + batchLength
-	batchHeaderToMagic  = 17
-	minBatchLengthField = 14 // LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt
+	batchLengthOffset      = 8
+	batchMagicOffset       = 16
+	batchAttrOffset        = 21
+	batchAttrTransactional = 0x10
+	batchLogOverhead       = 12 // baseOffset + batchLength
+	batchHeaderToMagic     = 17
+	minBatchLengthField    = 14 // LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt
 )
 
 // validateProduceRecords is ProduceRequest.validateRecords for v3+: exactly one batch, magic

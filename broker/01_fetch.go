@@ -2,8 +2,10 @@ package broker
 
 // 01_fetch.go — Fetch (key 1) v4-16, as KafkaApis.handleFetchRequest and
 // ReplicaManager.fetchMessages:
-//   - Consumers (replica id -1) read up to the high watermark; read_committed up to the
-//     last stable offset, which equals the HW until transactions exist. Followers
+//   - Consumers (replica id -1) read up to the high watermark; read_committed
+//     (isolation_level 1) up to the last stable offset, with the aborted transactions of
+//     the data returned (from the .txnindex files) so the consumer can drop their records;
+//     LastStableOffset is always the LSO. Followers
 //     (replica id >= 0; v15+ from ReplicaState) read up to the log end offset and report
 //     their fetch offset.
 //   - max_wait_ms and min_bytes are honoured through purgatory.go (no polling); max_bytes
@@ -124,7 +126,16 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 			p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset = r.DivergingEpoch, r.DivergingEndOffset
 		}
 		if params.IsolationLevel == 1 {
-			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			// Set before the records are parked for sendfile: both paths encode it.
+			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{} // empty, not null
+			if len(r.AbortedTransactions) > 0 {
+				p.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(r.AbortedTransactions))
+			}
+			for _, at := range r.AbortedTransactions {
+				a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				a.ProducerID, a.FirstOffset = at.ProducerID, at.FirstOffset
+				p.AbortedTransactions = append(p.AbortedTransactions, a)
+			}
 		}
 		if r.Records.Size > 0 && rc.zeroCopy != nil { // plain TCP: sent with sendfile (zerocopy.go)
 			rc.zeroCopy.add(slots[i].ti, slots[i].pi, r.Records)

@@ -2,12 +2,13 @@ package broker
 
 // 02_list_offsets.go — ListOffsets (key 2) v0-8, as KafkaApis.handleListOffsetRequestV1AndAbove
 // and Partition.fetchOffsetForTimestamp:
-//   - -1 latest: the HW (read_uncommitted), the LSO (read_committed, = HW for now), or the
+//   - -1 latest: the HW (read_uncommitted), the LSO (read_committed), or the
 //     LEO for followers (replica id >= 0) and the debug replica (-2), with the current
 //     leader epoch.
 //   - -2 earliest and -4 earliest-local (v8; no tiered storage, so the same): log start.
 //   - -3 max timestamp (v7+): the record with the largest timestamp (KIP-734).
-//   - t >= 0: the first offset whose timestamp >= t, hidden if at or above the HW.
+//   - t >= 0: the first offset whose timestamp >= t, hidden if at or above the HW (the
+//     LSO for read_committed).
 //   - Consumers must ask the leader; the debug replica (-2) may ask any replica. v4+
 //     current leader epoch fencing (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH). While the
 //     HW lags the current epoch's start offset after a leader change, latest and later
@@ -118,7 +119,10 @@ func (rm *ReplicaManager) FetchOffsetForTimestamp(tp logstore.TopicPartition, ti
 	hw := l.HighWatermark()
 	lastFetchable := l.LogEndOffset()
 	if isolation != nil {
-		lastFetchable = hw // read_committed: LSO, equal to the HW until transactions exist
+		lastFetchable = hw // read_uncommitted
+		if *isolation == 1 {
+			lastFetchable = l.LastStableOffset() // read_committed: nothing of an open transaction
+		}
 	}
 	var offsetsErr error
 	if isolation != nil && epochStart > hw {

@@ -5,7 +5,8 @@ package broker
 // STALE_BROKER_EPOCH for every partition (the request was meant for an earlier
 // incarnation); -1 (v0-1, or unknown) is accepted. The controller-epoch fence and the
 // leader/follower transitions are ReplicaManager.BecomeLeaderOrFollower; then the group
-// coordinator loads or unloads the __consumer_offsets partitions that changed.
+// coordinator loads or unloads the __consumer_offsets partitions that changed, and the
+// transaction coordinator the __transaction_state ones (coordinator epoch = leader epoch).
 
 import (
 	"context"
@@ -30,14 +31,16 @@ func (a *APIs) handleLeaderAndIsr(ctx context.Context, rc *RequestContext, req *
 		return leaderAndIsrErrorResponse(req, kerr.UnknownServerError), nil
 	}
 	resp := a.Replicas.BecomeLeaderOrFollower(req)
-	a.onOffsetsLeadershipChange(req, resp)
+	a.onCoordinatorLeadershipChange(req, resp, GroupMetadataTopicName)
+	a.onCoordinatorLeadershipChange(req, resp, TransactionStateTopicName)
 	return resp, nil
 }
 
-// onOffsetsLeadershipChange is the group-coordinator part of KafkaApis' onLeadershipChange
-// callback: every __consumer_offsets partition answered without error is loaded if this
-// broker now leads it (onElection) and unloaded otherwise (onResignation).
-func (a *APIs) onOffsetsLeadershipChange(req *kmsg.LeaderAndISRRequest, resp *kmsg.LeaderAndISRResponse) {
+// onCoordinatorLeadershipChange is KafkaApis' onLeadershipChange callback for one
+// coordinator topic (__consumer_offsets: group coordinator, __transaction_state: transaction
+// coordinator): every partition of topic answered without error is loaded if this broker now
+// leads it (onElection) and unloaded otherwise (onResignation).
+func (a *APIs) onCoordinatorLeadershipChange(req *kmsg.LeaderAndISRRequest, resp *kmsg.LeaderAndISRResponse, topic string) {
 	if resp.ErrorCode != 0 {
 		return
 	}
@@ -45,13 +48,13 @@ func (a *APIs) onOffsetsLeadershipChange(req *kmsg.LeaderAndISRRequest, resp *km
 	var topicID [16]byte
 	if req.Version < 2 {
 		for _, ps := range req.PartitionStates {
-			if ps.Topic == GroupMetadataTopicName {
+			if ps.Topic == topic {
 				states = append(states, ps)
 			}
 		}
 	}
 	for _, ts := range req.TopicStates {
-		if ts.Topic == GroupMetadataTopicName {
+		if ts.Topic == topic {
 			states, topicID = ts.PartitionStates, ts.TopicID
 		}
 	}
@@ -60,7 +63,7 @@ func (a *APIs) onOffsetsLeadershipChange(req *kmsg.LeaderAndISRRequest, resp *km
 	}
 	failed := map[int32]bool{}
 	for _, rp := range resp.Partitions { // v0-4
-		if rp.Topic == GroupMetadataTopicName && rp.ErrorCode != 0 {
+		if rp.Topic == topic && rp.ErrorCode != 0 {
 			failed[rp.Partition] = true
 		}
 	}
@@ -75,8 +78,12 @@ func (a *APIs) onOffsetsLeadershipChange(req *kmsg.LeaderAndISRRequest, resp *km
 	}
 	for _, ps := range states {
 		if !failed[ps.Partition] {
-			tp := logstore.TopicPartition{Topic: GroupMetadataTopicName, Partition: ps.Partition}
-			a.OnOffsetsLeadershipChange(tp, ps.Leader == a.BrokerID, ps.LeaderEpoch)
+			tp := logstore.TopicPartition{Topic: topic, Partition: ps.Partition}
+			if topic == TransactionStateTopicName {
+				a.OnTxnStateLeadershipChange(tp, ps.Leader == a.BrokerID, ps.LeaderEpoch)
+			} else {
+				a.OnOffsetsLeadershipChange(tp, ps.Leader == a.BrokerID, ps.LeaderEpoch)
+			}
 		}
 	}
 }

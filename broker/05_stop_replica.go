@@ -33,13 +33,37 @@ func (a *APIs) handleStopReplica(ctx context.Context, rc *RequestContext, req *k
 	}
 	resp := a.Replicas.StopReplicas(req)
 	// KafkaApis.handleStopReplicaRequest: the group coordinator unloads the
-	// __consumer_offsets partitions stopped without error (onResignation).
+	// __consumer_offsets partitions stopped without error, the transaction coordinator the
+	// __transaction_state ones, with the request's leader epoch when it has one (onResignation).
 	if resp.ErrorCode == 0 {
 		for _, rp := range resp.Partitions {
-			if rp.Topic == GroupMetadataTopicName && rp.ErrorCode == 0 {
+			if rp.ErrorCode != 0 {
+				continue
+			}
+			switch rp.Topic {
+			case GroupMetadataTopicName:
 				a.OnOffsetsLeadershipChange(logstore.TopicPartition{Topic: rp.Topic, Partition: rp.Partition}, false, -1)
+			case TransactionStateTopicName:
+				a.OnTxnStateLeadershipChange(logstore.TopicPartition{Topic: rp.Topic, Partition: rp.Partition}, false,
+					stopReplicaLeaderEpoch(req, rp.Topic, rp.Partition))
 			}
 		}
 	}
 	return resp, nil
+}
+
+// stopReplicaLeaderEpoch is the leader epoch a StopReplica v3+ carries for a partition, or -1
+// (v0-2, or the -1/-2 sentinels: no epoch).
+func stopReplicaLeaderEpoch(req *kmsg.StopReplicaRequest, topic string, partition int32) int32 {
+	for _, t := range req.Topics {
+		if t.Topic != topic {
+			continue
+		}
+		for _, ps := range t.PartitionStates {
+			if ps.Partition == partition && ps.LeaderEpoch >= 0 {
+				return ps.LeaderEpoch
+			}
+		}
+	}
+	return -1
 }

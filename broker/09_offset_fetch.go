@@ -2,9 +2,11 @@ package broker
 
 // 09_offset_fetch.go — OffsetFetch v0-9 (KafkaApis.handleOffsetFetchRequest). v2+ null
 // topics mean every partition with a committed offset and carry a top-level error; v0-1 put a
-// group error on each partition. v5+ leader epoch, v7 RequireStable, v8+ several groups per
-// request (member id/epoch of v9 are ignored by the classic coordinator). Deviation: v0
-// reads __consumer_offsets, not ZooKeeper.
+// group error on each partition. v5+ leader epoch, v7+ RequireStable: a partition with a
+// pending transactional offset (or a commit still being appended) answers offset -1 with
+// UNSTABLE_OFFSET_COMMIT on the partition, in v7 and in v8+'s groups alike (the group error
+// stays NONE, as Kafka 3.7). v8+ several groups per request (member id/epoch of v9 are
+// ignored by the classic coordinator). Deviation: v0 reads __consumer_offsets, not ZooKeeper.
 
 import (
 	"context"

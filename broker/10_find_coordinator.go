@@ -1,9 +1,10 @@
 package broker
 
 // 10_find_coordinator.go — FindCoordinator v0-4 (KafkaApis.handleFindCoordinatorRequest).
-// Key type 0 (group) answers the leader of the group's __consumer_offsets partition,
-// creating the topic on first use. v4 batches keys (KIP-699). Deviation: key type 1
-// (transaction) answers COORDINATOR_NOT_AVAILABLE until the transaction coordinator exists.
+// Key type 0 (group) answers the leader of the group's __consumer_offsets partition, key
+// type 1 (transaction) the leader of the transactional id's __transaction_state partition;
+// either topic is created on first use (COORDINATOR_NOT_AVAILABLE until it has leaders, or
+// while fewer brokers are alive than its replication factor). v4 batches keys (KIP-699).
 
 import (
 	"context"
@@ -21,7 +22,7 @@ func (a *APIs) handleFindCoordinator(ctx context.Context, rc *RequestContext, re
 		case 0:
 			return a.findGroupCoordinator(ctx, rc, key)
 		case 1:
-			return -1, "", -1, kerr.CoordinatorNotAvailable
+			return a.findTxnCoordinator(ctx, rc, key)
 		}
 		return -1, "", -1, kerr.InvalidRequest
 	}

@@ -8,9 +8,11 @@ package broker
 // idempotent producer bumps its epoch on its own, KIP-360, and partition leaders accept the
 // bump at sequence 0). A producer id without an epoch, or the reverse, is INVALID_REQUEST.
 //
-// Deviation: samsa has no transaction coordinator yet, so a transactional id is answered
-// COORDINATOR_NOT_AVAILABLE (what a client sees while no broker can coordinate transactions);
-// clients retry, so transactional producers cannot start.
+// With a transactional id the transaction coordinator answers
+// (TransactionCoordinator.handleInitProducerId: a new producer id, or the id's producer with
+// its epoch bumped, fencing the previous producer; v3+ with the producer's current id and
+// epoch for the KIP-360 bump); v0-3 get INVALID_PRODUCER_EPOCH instead of PRODUCER_FENCED
+// (KIP-588). An empty transactional id is INVALID_REQUEST.
 
 import (
 	"context"
@@ -33,8 +35,17 @@ func (a *APIs) handleInitProducerID(ctx context.Context, rc *RequestContext, req
 	if req.TransactionalID != nil {
 		if *req.TransactionalID == "" {
 			resp.ErrorCode = kerr.InvalidRequest.Code // as TransactionCoordinator: an empty id is invalid
-		} else {
-			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp, nil
+		}
+		pid, epoch, code := a.txnCoordinator().HandleInitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis,
+			req.ProducerID, req.ProducerEpoch)
+		resp.ErrorCode = fencedForVersion(code, req.Version, 4)
+		if code == 0 {
+			resp.ProducerID, resp.ProducerEpoch = pid, epoch
+		}
+		if rc != nil && rc.Log != nil {
+			rc.Log.WithFields(logrus.Fields{"transactional_id": *req.TransactionalID, "producer_id": pid, "producer_epoch": epoch,
+				"error_code": code}).Debug("InitProducerId with a transactional id")
 		}
 		return resp, nil
 	}

@@ -536,6 +536,7 @@ func (b *Broker) shutdown() {
 	// Coordinators (KafkaServer.shutdown: after the socket servers, before the
 	// ReplicaManager): appends and loads in flight end first.
 	if b.apis != nil {
+		b.apis.ShutdownTxnCoordinator()
 		b.apis.ShutdownGroupCoordinator()
 		b.apis.ShutdownProducerIDManager()
 	}

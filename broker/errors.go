@@ -57,6 +57,8 @@ var errorTable = []struct {
 	{logstore.ErrClosed, kerr.NotLeaderForPartition}, // the log went away under us: the partition moved or was deleted
 	{logstore.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{logstore.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{logstore.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{logstore.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 
 	// broker
 	{ErrNotLeaderOrFollower, kerr.NotLeaderForPartition},

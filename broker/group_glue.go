@@ -122,12 +122,46 @@ func (l *offsetsLog) LeaderEpoch(p int32) (int32, bool) {
 	return part.LeaderEpoch(), true
 }
 
+// Append appends as the group coordinator (ReplicaManager.appendForGroup: origin
+// COORDINATOR, so no producer sequence checks).
 func (l *offsetsLog) Append(ctx context.Context, p int32, batch []byte, acksAll bool, timeout time.Duration) (int64, error) {
 	acks := int16(1)
 	if acksAll {
 		acks = -1
 	}
-	res := l.a.Replicas.AppendRecords(ctx, timeout, acks, []logstore.TopicPartition{offsetsTP(p)}, [][]byte{batch})
+	res := l.a.Replicas.AppendRecordsWith(ctx, timeout, acks, []logstore.TopicPartition{offsetsTP(p)}, [][]byte{batch},
+		AppendParams{Origin: logstore.OriginCoordinator})
+	if res[0].Err != nil {
+		return -1, asKafka(res[0].Err)
+	}
+	return res[0].Info.FirstOffset, nil
+}
+
+// VerifyTransaction is GroupCoordinator.handleTxnCommitOffsets' call of
+// ReplicaManager.maybeStartTransactionVerificationForPartition on the group's offsets
+// partition (no-op when transaction.partition.verification.enable is false).
+func (l *offsetsLog) VerifyTransaction(ctx context.Context, p int32, transactionalID string, producerID int64, producerEpoch int16) (group.VerificationGuard, error) {
+	if l.a.Replicas == nil {
+		return nil, asKafka(ErrNotLeaderOrFollower)
+	}
+	guard, err := l.a.Replicas.MaybeStartTransactionVerificationForPartition(ctx, offsetsTP(p), transactionalID, producerID, producerEpoch)
+	if err != nil {
+		return nil, asKafka(err)
+	}
+	if guard == nil {
+		return nil, nil // a nil *VerificationGuard must not become a non-nil interface
+	}
+	return guard, nil
+}
+
+// AppendTransactional appends a TxnOffsetCommit batch as the group coordinator with acks=-1,
+// carrying the verification guard (ReplicaManager.appendForGroup with verificationGuards).
+func (l *offsetsLog) AppendTransactional(ctx context.Context, p int32, batch []byte, guard group.VerificationGuard, timeout time.Duration) (int64, error) {
+	params := AppendParams{Origin: logstore.OriginCoordinator}
+	if g, ok := guard.(*logstore.VerificationGuard); ok {
+		params.Guard = g
+	}
+	res := l.a.Replicas.AppendRecordsWith(ctx, timeout, -1, []logstore.TopicPartition{offsetsTP(p)}, [][]byte{batch}, params)
 	if res[0].Err != nil {
 		return -1, asKafka(res[0].Err)
 	}

@@ -170,6 +170,7 @@ func TestProducerIDManagerRetriesAfterErrors(t *testing.T) {
 func TestInitProducerIDHandler(t *testing.T) {
 	e := newDataEnv(t)
 	withFakeProducerIDs(e)
+	t.Cleanup(e.apis.ShutdownTxnCoordinator)
 	call := func(v int16, txn *string, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
 		t.Helper()
 		req := kmsg.NewPtrInitProducerIDRequest()
@@ -210,8 +211,10 @@ func TestInitProducerIDHandler(t *testing.T) {
 	if resp := call(4, &empty, -1, -1); resp.ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("empty transactional id: %+v", resp)
 	}
+	// A transactional id goes to the transaction coordinator: this broker leads no
+	// __transaction_state partition, so it is not the id's coordinator.
 	txn := "txn-1"
-	if resp := call(4, &txn, -1, -1); resp.ErrorCode != kerr.CoordinatorNotAvailable.Code || resp.ProducerID != -1 {
+	if resp := call(4, &txn, -1, -1); resp.ErrorCode != kerr.NotCoordinator.Code || resp.ProducerID != -1 {
 		t.Fatalf("transactional InitProducerId: %+v", resp)
 	}
 }

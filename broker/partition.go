@@ -237,9 +237,33 @@ func (p *Partition) effectiveMinISRLocked() int {
 }
 
 // appendRecordsToLeader (Partition.appendRecordsToLeader) appends records (one v2 batch) as
-// leader. With acks=-1 it first checks that the ISR is at least the effective
+// leader from a client. With acks=-1 it first checks that the ISR is at least the effective
 // min.insync.replicas (NOT_ENOUGH_REPLICAS).
 func (p *Partition) appendRecordsToLeader(records []byte, acks int16) (logstore.AppendInfo, error) {
+	return p.appendRecordsToLeaderOpts(records, acks, logstore.AppendOptions{})
+}
+
+// appendRecordsToLeaderOpts is appendRecordsToLeader with the append's origin and
+// transaction verification guard (UnifiedLog.appendAsLeader's origin and verificationGuard).
+func (p *Partition) appendRecordsToLeaderOpts(records []byte, acks int16, opts logstore.AppendOptions) (logstore.AppendInfo, error) {
+	return p.appendToLeader(acks, func(l *logstore.Log, leaderEpoch int32) (logstore.AppendInfo, error) {
+		return l.AppendAsLeaderOpts(records, leaderEpoch, opts)
+	})
+}
+
+// appendTxnMarker writes a COMMIT or ABORT control batch for a producer as leader
+// (WriteTxnMarkers: ReplicaManager.appendRecords with origin COORDINATOR and acks=-1, so
+// the same min.insync.replicas check applies).
+func (p *Partition) appendTxnMarker(producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32) (logstore.AppendInfo, error) {
+	return p.appendToLeader(-1, func(l *logstore.Log, leaderEpoch int32) (logstore.AppendInfo, error) {
+		return l.AppendTxnMarker(producerID, producerEpoch, commit, coordinatorEpoch, leaderEpoch)
+	})
+}
+
+// appendToLeader runs one leader append under mu (read), after the leadership and
+// min.insync.replicas checks, then moves the HW and wakes waiters: delayed produces and
+// fetches, read_committed ones included (a marker moves the LSO).
+func (p *Partition) appendToLeader(acks int16, appendFn func(l *logstore.Log, leaderEpoch int32) (logstore.AppendInfo, error)) (logstore.AppendInfo, error) {
 	p.mu.RLock()
 	l, err := p.leaderLogLocked(-1, true)
 	if err != nil {
@@ -251,7 +275,7 @@ func (p *Partition) appendRecordsToLeader(records []byte, acks int16) (logstore.
 		p.mu.RUnlock()
 		return logstore.AppendInfo{}, fmt.Errorf("%s: ISR size %d < min.insync.replicas %d: %w", p.tp, isr, minISR, ErrNotEnoughReplicas)
 	}
-	info, err := l.AppendAsLeader(records, p.mu.leaderEpoch)
+	info, err := appendFn(l, p.mu.leaderEpoch)
 	p.mu.RUnlock()
 	if err != nil {
 		return info, fmt.Errorf("append to %s: %w", p.tp, err)
@@ -259,6 +283,19 @@ func (p *Partition) appendRecordsToLeader(records []byte, acks int16) (logstore.
 	p.maybeIncrementLeaderHW()
 	p.notify()
 	return info, nil
+}
+
+// maybeStartTransactionVerification (Partition.maybeStartTransactionVerification): the
+// leader's guard for a producer's first transactional append, nil when the producer already
+// has an ongoing transaction here (no verification needed).
+func (p *Partition) maybeStartTransactionVerification(producerID int64, producerEpoch int16) (*logstore.VerificationGuard, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	l, err := p.leaderLogLocked(-1, true)
+	if err != nil {
+		return nil, err
+	}
+	return l.MaybeStartTransactionVerification(producerID, producerEpoch), nil
 }
 
 // maybeIncrementLeaderHW (Partition.maybeIncrementLeaderHW): HW = min LEO over the leader,

@@ -126,6 +126,9 @@ type FetchPartitionResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          logstore.ReadInfo // file regions; Bytes() copies them
+	// AbortedTransactions (read_committed only) are the aborted transactions that may
+	// overlap Records.
+	AbortedTransactions []logstore.AbortedTxn
 	// Diverging (v12+, KIP-595): the fetcher's last fetched epoch diverges from this log at
 	// (DivergingEpoch, DivergingEndOffset); the result then has no records.
 	Diverging          bool

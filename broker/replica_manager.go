@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/internal/config"
+	"github.com/samsa-kafka/samsa/internal/recordbatch"
 	"github.com/samsa-kafka/samsa/logstore"
 )
 
@@ -71,6 +72,7 @@ type ReplicaManager struct {
 	leadershipHook atomic.Pointer[func(leaders, followers []logstore.TopicPartition)]
 
 	fetchers  *ReplicaFetcherManager
+	verifier  txnVerifier // AddPartitionsToTxnManager
 	partHooks *partitionHooks
 	alter     *alterPartitionManager
 	bgCancel  context.CancelFunc
@@ -104,11 +106,36 @@ func NewReplicaManager(cfg ReplicaManagerConfig) *ReplicaManager {
 	}
 	rm.fetchers = newReplicaFetcherManager(rm, rm.fetcherConfig(), rm.log)
 	rm.alter = newAlterPartitionManager(rm)
+	rm.verifier = rm.newTxnVerifier()
 	rm.partHooks = &partitionHooks{
 		alterPartition: rm.alter.submit,
 		isBrokerAlive:  rm.cfg.Metadata.IsBrokerAlive,
 	}
 	return rm
+}
+
+// newTxnVerifier builds the AddPartitionsToTxnManager from the broker config: the
+// inter-broker listener, transaction.state.log.num.partitions and request.timeout.ms.
+func (rm *ReplicaManager) newTxnVerifier() txnVerifier {
+	listener, timeout := "PLAINTEXT", 30*time.Second
+	var props map[string]string
+	if c := rm.cfg.Config; c != nil {
+		props = c.Props
+		if c.InterBrokerListenerName != "" {
+			listener = c.InterBrokerListenerName
+		}
+		if c.RequestTimeout > 0 {
+			timeout = c.RequestTimeout
+		}
+	}
+	numPartitions := func() int32 {
+		n := propInt(props, "transaction.state.log.num.partitions", 50)
+		if n <= 0 || n > 1<<31-1 {
+			return 50
+		}
+		return int32(n)
+	}
+	return newAddPartitionsToTxnManager(rm.cfg.BrokerID, rm.cfg.Metadata, listener, numPartitions, timeout, rm.cfg.Log)
 }
 
 func (rm *ReplicaManager) fetcherConfig() FetcherConfig {
@@ -609,13 +636,46 @@ type ProduceResult struct {
 	Info logstore.AppendInfo
 }
 
-// AppendRecords (ReplicaManager.appendRecords) appends each entry to its leader partition.
-// acks must be validated by the caller. With acks=-1 it waits (DelayedProduce) until the HW
-// passes every appended batch, the timeout (REQUEST_TIMED_OUT) or ctx ends.
+// AppendParams are ReplicaManager.appendRecords' settings beyond acks and timeout.
+type AppendParams struct {
+	// Origin is who appends: clients (the zero value), a coordinator writing its own topic
+	// (no sequence checks), as Kafka's AppendOrigin.
+	Origin logstore.AppendOrigin
+	// TransactionalID is the Produce request's transactional id (nil: none). With
+	// transaction.partition.verification.enable, a transactional batch of a producer without
+	// an ongoing transaction on its partition is first verified with the transaction
+	// coordinator (KIP-890 part 1).
+	TransactionalID *string
+	// Guard, for a coordinator's own transactional append (TxnOffsetCommit), is the
+	// verification guard it obtained from MaybeStartTransactionVerificationForPartition.
+	Guard *logstore.VerificationGuard
+}
+
+// AppendRecords (ReplicaManager.appendRecords) appends each entry to its leader partition
+// as a client append without a transactional id. See AppendRecordsWith.
 func (rm *ReplicaManager) AppendRecords(ctx context.Context, timeout time.Duration, acks int16, tps []logstore.TopicPartition, records [][]byte) []ProduceResult {
+	return rm.AppendRecordsWith(ctx, timeout, acks, tps, records, AppendParams{})
+}
+
+// AppendRecordsWith (ReplicaManager.appendRecords) appends each entry to its leader
+// partition. acks must be validated by the caller. Transactional batches are verified first
+// when params ask for it (partitionEntriesForVerification + AddPartitionsToTxnManager);
+// partitions that fail verification are not appended and get Kafka's translated error. With
+// acks=-1 it then waits (DelayedProduce) until the HW passes every appended batch, the
+// timeout (REQUEST_TIMED_OUT) or ctx ends.
+func (rm *ReplicaManager) AppendRecordsWith(ctx context.Context, timeout time.Duration, acks int16, tps []logstore.TopicPartition, records [][]byte, params AppendParams) []ProduceResult {
 	results := make([]ProduceResult, len(tps))
 	parts := make([]*Partition, len(tps))
-	anyOK := false
+	var guards []*logstore.VerificationGuard // per entry, allocated for the first guard only
+	verifying := params.TransactionalID != nil && params.Origin == logstore.OriginClient && rm.transactionVerificationEnabled()
+	var (
+		unverified    []int // indexes waiting for the coordinator
+		pid           int64
+		epoch         int16
+		pids          = 0
+		lastPIDSeen   = int64(-1)
+		requireVerify = verifying || (params.Guard != nil && rm.transactionVerificationEnabled())
+	)
 	for i, tp := range tps {
 		results[i].TP = tp
 		p, err := rm.LeaderPartition(tp)
@@ -623,16 +683,71 @@ func (rm *ReplicaManager) AppendRecords(ctx context.Context, timeout time.Durati
 			results[i].Err = err
 			continue
 		}
-		info, err := p.appendRecordsToLeader(records[i], acks)
+		parts[i] = p
+		if !verifying {
+			continue
+		}
+		b := recordbatch.Batch(records[i])
+		if len(b) < recordbatch.HeaderSize || !b.Transactional() || b.ProducerID() < 0 {
+			continue // no transactional records: nothing to verify
+		}
+		if b.ProducerID() != lastPIDSeen {
+			pids++
+			lastPIDSeen = b.ProducerID()
+		}
+		guard, err := p.maybeStartTransactionVerification(b.ProducerID(), b.ProducerEpoch())
 		if err != nil {
-			results[i].Err = err
+			results[i].Err, parts[i] = err, nil
+			continue
+		}
+		if guard != nil {
+			if guards == nil {
+				guards = make([]*logstore.VerificationGuard, len(tps))
+			}
+			guards[i] = guard
+			unverified = append(unverified, i)
+			pid, epoch = b.ProducerID(), b.ProducerEpoch()
+		}
+	}
+	if pids > 1 {
+		// Kafka throws InvalidPidMappingException for the whole request.
+		for i := range results {
+			results[i].Err, parts[i] = fmt.Errorf("transactional records contained more than one producer id: %w", kerr.InvalidProducerIDMapping), nil
+		}
+		return results
+	}
+	if len(unverified) > 0 {
+		vtps := make([]logstore.TopicPartition, len(unverified))
+		for j, i := range unverified {
+			vtps[j] = tps[i]
+		}
+		failed := rm.verifier.verify(ctx, *params.TransactionalID, pid, epoch, vtps)
+		for _, i := range unverified {
+			if code, ok := failed[tps[i]]; ok {
+				results[i].Err, parts[i] = verificationError(code), nil
+			}
+		}
+	}
+
+	anyOK := false
+	for i, tp := range tps {
+		p := parts[i]
+		if p == nil {
+			continue
+		}
+		opts := logstore.AppendOptions{Origin: params.Origin, Guard: params.Guard, RequireVerification: requireVerify}
+		if guards != nil && guards[i] != nil {
+			opts.Guard = guards[i]
+		}
+		info, err := p.appendRecordsToLeaderOpts(records[i], acks, opts)
+		if err != nil {
+			results[i].Err, parts[i] = err, nil
 			if !errors.Is(err, ErrNotLeaderOrFollower) && !errors.Is(err, ErrNotEnoughReplicas) {
 				rm.log.WithError(err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Debug("append failed")
 			}
 			continue
 		}
 		results[i].Info = info
-		parts[i] = p
 		anyOK = true
 	}
 	if acks == -1 && anyOK {
@@ -641,8 +756,67 @@ func (rm *ReplicaManager) AppendRecords(ctx context.Context, timeout time.Durati
 	return results
 }
 
+// verificationError is ReplicaManager.appendEntries' translation of a transaction
+// verification failure into what producers understand: INVALID_TXN_STATE with Kafka's
+// message, and the coordinator's retriable errors (and a failed round trip) as
+// NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh.
+func verificationError(code int16) error {
+	switch code {
+	case kerr.InvalidTxnState.Code:
+		return &codedError{code: kerr.InvalidTxnState, msg: "Partition was not added to the transaction"}
+	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code,
+		kerr.NotCoordinator.Code, kerr.NetworkException.Code:
+		return &codedError{code: kerr.NotEnoughReplicas,
+			msg: "Unable to verify the partition has been added to the transaction. Underlying error: " + kerr.ErrorForCode(code).(*kerr.Error).Message}
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e
+	}
+	return kerr.UnknownServerError
+}
+
+// codedError is a Kafka error code with Kafka's own message for it (ErrorMessage sends msg).
+type codedError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *codedError) Error() string { return e.msg }
+func (e *codedError) Unwrap() error { return e.code }
+
+// transactionVerificationEnabled is transaction.partition.verification.enable (default true).
+func (rm *ReplicaManager) transactionVerificationEnabled() bool {
+	if rm.cfg.Config == nil {
+		return true
+	}
+	return propBool(rm.cfg.Config.Props, "transaction.partition.verification.enable", true)
+}
+
+// MaybeStartTransactionVerificationForPartition (ReplicaManager's method of that name, used
+// by the group coordinator's TxnOffsetCommit): verifies with the transaction coordinator that
+// tp is part of the producer's transaction. It returns the guard to append with (nil when the
+// producer already has an ongoing transaction on tp or verification is disabled), or the
+// translated error.
+func (rm *ReplicaManager) MaybeStartTransactionVerificationForPartition(ctx context.Context, tp logstore.TopicPartition, transactionalID string, producerID int64, producerEpoch int16) (*logstore.VerificationGuard, error) {
+	if !rm.transactionVerificationEnabled() {
+		return nil, nil
+	}
+	p, err := rm.LeaderPartition(tp)
+	if err != nil {
+		return nil, err
+	}
+	guard, err := p.maybeStartTransactionVerification(producerID, producerEpoch)
+	if err != nil || guard == nil {
+		return nil, err
+	}
+	if code, ok := rm.verifier.verify(ctx, transactionalID, producerID, producerEpoch, []logstore.TopicPartition{tp})[tp]; ok {
+		return nil, verificationError(code)
+	}
+	return guard, nil
+}
+
 // readFromLocalLog (ReplicaManager.readFromLocalLog) reads each partition up to the HW
-// (consumers), the LSO (read_committed; = HW until transactions exist) or the LEO
+// (consumers), the LSO (read_committed, with the aborted transactions in the data) or the LEO
 // (followers), honouring each partition's max bytes and the response max bytes, with the
 // first non-empty partition allowed one batch beyond them (KIP-74). It returns the results,
 // the bytes read, and whether any partition failed. first marks the request's first read,
@@ -687,7 +861,8 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 		return FetchPartitionResult{}, fmt.Errorf("%s: broker %d is not a follower of this partition: %w", r.TP, params.ReplicaID, ErrNotLeaderOrFollower)
 	}
 	hw, start, leo := l.HighWatermark(), l.LogStartOffset(), l.LogEndOffset()
-	res := FetchPartitionResult{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}
+	lso := l.LastStableOffset()
+	res := FetchPartitionResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: start}
 	// KIP-595 truncate-on-fetch (Partition.readFromLocalLog): a fetcher whose last fetched
 	// epoch ends earlier here than its fetch offset, or which this log does not know,
 	// gets the diverging epoch and no records, and its fetch state is not recorded.
@@ -705,8 +880,11 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 		}
 	}
 	maxOffset := hw
-	if params.ReplicaID >= 0 {
+	switch {
+	case params.ReplicaID >= 0:
 		maxOffset = leo
+	case params.IsolationLevel == 1:
+		maxOffset = lso // read_committed: nothing of an open transaction (FetchIsolation.TXN_COMMITTED)
 	}
 	if r.FetchOffset < start || r.FetchOffset > leo {
 		return FetchPartitionResult{}, fmt.Errorf("%s: fetch offset %d outside [%d, %d]: %w", r.TP, r.FetchOffset, start, leo, logstore.ErrOffsetOutOfRange)
@@ -714,7 +892,7 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 	if first && params.ReplicaID >= 0 {
 		p.updateFollowerFetchState(params.ReplicaID, r.FetchOffset, leo, params.ReplicaEpoch, r.LogStartOffset)
 		res.HighWatermark = l.HighWatermark() // the fetch may just have moved it
-		res.LastStableOffset = res.HighWatermark
+		res.LastStableOffset = l.LastStableOffset()
 	}
 	maxBytes := min(int64(max(r.MaxBytes, 0)), limit)
 	if r.FetchOffset >= maxOffset || (maxBytes == 0 && !minOneMessage) {
@@ -725,6 +903,13 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 		return FetchPartitionResult{}, fmt.Errorf("read %s at %d: %w", r.TP, r.FetchOffset, err)
 	}
 	res.Records = info
+	if params.IsolationLevel == 1 && params.ReplicaID < 0 && info.Size > 0 {
+		// LocalLog.addAbortedTransactions: the aborted transactions the returned data may
+		// hold, from the .txnindex files. Kafka bounds the lookup by the read's segment
+		// position; the LSO bound here may list more, which consumers skip (they apply an
+		// entry only when a batch of that producer at or after its first offset arrives).
+		res.AbortedTransactions = l.CollectAbortedTransactions(r.FetchOffset, maxOffset)
+	}
 	return res, nil
 }
 
@@ -733,6 +918,7 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 // closed and before logstore.Manager.Shutdown; replica fetchers will stop here too.
 func (rm *ReplicaManager) Shutdown() {
 	rm.fetchers.shutdown()
+	rm.verifier.shutdown()
 	if rm.bgCancel != nil {
 		rm.bgCancel()
 	}

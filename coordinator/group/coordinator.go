@@ -34,7 +34,23 @@ type Log interface {
 	// Read returns raw batches from offset (at most about maxBytes, at least one batch) up to
 	// the log end offset.
 	Read(partition int32, offset int64, maxBytes int32) ([]byte, error)
+	// VerifyTransaction is ReplicaManager.maybeStartTransactionVerificationForPartition for a
+	// TxnOffsetCommit (KIP-890, transaction.partition.verification.enable): unless the
+	// producer already has a transaction open in offsets partition p, the transaction
+	// coordinator must confirm that p was added to the producer's transaction
+	// (AddOffsetsToTxn). It returns the guard to append with (nil: none needed) or the
+	// verification's error (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH, NOT_ENOUGH_REPLICAS
+	// for a busy or moving transaction coordinator, NETWORK_EXCEPTION, ...).
+	VerifyTransaction(ctx context.Context, partition int32, transactionalID string, producerID int64, producerEpoch int16) (VerificationGuard, error)
+	// AppendTransactional appends a transactional batch of TxnOffsetCommit records as leader
+	// with origin COORDINATOR (no sequence checks) and guard, waiting like Append with
+	// acksAll. It returns the batch's base offset.
+	AppendTransactional(ctx context.Context, partition int32, batch []byte, guard VerificationGuard, timeout time.Duration) (int64, error)
 }
+
+// VerificationGuard is the Log's token from VerifyTransaction, handed back unchanged to
+// AppendTransactional (Kafka's VerificationGuard); nil means none.
+type VerificationGuard any
 
 // Config holds the coordinator's settings; zero values take Kafka's defaults.
 type Config struct {
@@ -114,6 +130,12 @@ type Coordinator struct {
 		groups  map[string]*Group
 		owned   map[int32]int32 // offsets partition -> leader epoch loaded or loading
 		loading map[int32]bool
+		// openGroupsForProducer lists, per producer id, the groups holding its pending
+		// transactional offsets, so a marker finds them (GroupMetadataManager's map).
+		openGroupsForProducer map[int64]map[string]bool
+		// deferredTxnCompletions are markers that landed in a partition while it loaded;
+		// they are replayed once its groups are in the cache.
+		deferredTxnCompletions map[int32][]txnCompletion
 	}
 }
 
@@ -127,6 +149,8 @@ func New(cfg Config, log Log) *Coordinator {
 	c.mu.groups = map[string]*Group{}
 	c.mu.owned = map[int32]int32{}
 	c.mu.loading = map[int32]bool{}
+	c.mu.openGroupsForProducer = map[int64]map[string]bool{}
+	c.mu.deferredTxnCompletions = map[int32][]txnCompletion{}
 	return c
 }
 
@@ -214,6 +238,7 @@ const (
 	apiDescribe
 	apiDelete
 	apiOffsetDelete
+	apiTxnCommit
 )
 
 // validateGroupStatus is GroupCoordinator.validateGroupStatus. It also starts loading an
@@ -1070,11 +1095,13 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, groupIDs []string) map[s
 	}
 	if len(eligible) > 0 {
 		c.cleanupGroupMetadata(ctx, eligible, func(g *Group) []TopicPartition {
+			// GroupMetadata.removeAllOffsets: the committed offsets, and pending
+			// transactional ones of the same partitions.
 			tps := make([]TopicPartition, 0, len(g.offsets))
 			for tp := range g.offsets {
 				tps = append(tps, tp)
 			}
-			return tps
+			return g.removeOffsets(tps)
 		})
 		for _, g := range eligible {
 			out[g.ID] = nil

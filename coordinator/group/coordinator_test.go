@@ -34,6 +34,51 @@ type fakeLog struct {
 	next     map[int32]int64
 	maxBatch int
 	failWith error
+
+	verifyErr   error               // VerifyTransaction's answer
+	verified    []string            // transactional ids verified
+	guards      []VerificationGuard // guards AppendTransactional received
+	offsetsGate chan struct{}       // when set, Offsets waits for a receive
+}
+
+type fakeGuard struct{ n int }
+
+func (l *fakeLog) VerifyTransaction(_ context.Context, p int32, txnID string, _ int64, _ int16) (VerificationGuard, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.verified = append(l.verified, txnID)
+	if l.verifyErr != nil {
+		return nil, l.verifyErr
+	}
+	return &fakeGuard{n: len(l.verified)}, nil
+}
+
+func (l *fakeLog) AppendTransactional(ctx context.Context, p int32, batch []byte, guard VerificationGuard, timeout time.Duration) (int64, error) {
+	l.mu.Lock()
+	l.guards = append(l.guards, guard)
+	l.mu.Unlock()
+	return l.Append(ctx, p, batch, true, timeout)
+}
+
+// appendMarker writes a COMMIT or ABORT control batch of producerID (what WriteTxnMarkers
+// appends) and returns its offset.
+func (l *fakeLog) appendMarker(t *testing.T, p int32, producerID int64, epoch int16, commit bool) int64 {
+	t.Helper()
+	typ := byte(0)
+	if commit {
+		typ = 1
+	}
+	h := recordbatch.Header{Attributes: recordbatch.AttrTransactional | recordbatch.AttrControl, ProducerID: producerID,
+		ProducerEpoch: epoch, BaseSequence: -1, BaseTimestamp: 1, MaxTimestamp: 1}
+	b, err := recordbatch.Build(h, []recordbatch.Record{{Key: []byte{0, 0, 0, typ}, Value: []byte{0, 0, 0, 0, 0, 5}}}, recordbatch.None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := l.Append(context.Background(), p, b, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
 }
 
 func newFakeLog() *fakeLog {
@@ -68,6 +113,12 @@ func (l *fakeLog) Append(_ context.Context, p int32, batch []byte, _ bool, _ tim
 }
 
 func (l *fakeLog) Offsets(p int32) (int64, int64, error) {
+	l.mu.Lock()
+	gate := l.offsetsGate
+	l.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return 0, l.next[p], nil

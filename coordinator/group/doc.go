@@ -3,7 +3,9 @@
 // rebalance state machine), GroupMetadataManager (manager.go: offsets, group records in
 // __consumer_offsets, loading on leadership, expiry), GroupMetadata and MemberMetadata
 // (group.go), DelayedJoin/DelayedHeartbeat/DelayedSync (timers.go: one timer heap driven by
-// one goroutine, never a goroutine per member) and the record schemas (records.go).
+// one goroutine, never a goroutine per member), the record schemas (records.go) and
+// transactional offset commits (txn_offsets.go: TxnOffsetCommit, offsets pending per
+// producer until the transaction's marker reaches the offsets partition).
 //
 // The package imports neither broker nor controller: the broker hands it a Log (append to
 // and read from the offsets partitions, leadership) and calls OnElection/OnResignation.

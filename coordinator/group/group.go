@@ -152,10 +152,18 @@ func (m *Member) vote(candidates map[string]bool) string {
 	return ""
 }
 
-// commitRecord is a committed offset and the log offset of its record (-1 until appended).
+// commitRecord is Kafka's CommitRecordMetadataAndOffset: an offset and the log offset of
+// the batch that holds its record (-1 until appended).
 type commitRecord struct {
 	appendedOffset int64
 	om             OffsetAndMetadata
+}
+
+// olderThan is CommitRecordMetadataAndOffset.olderThan: which of two records of the same
+// partition was appended first; a commit and a transactional commit of one partition
+// resolve by their place in the log, not by when they were answered.
+func (cr commitRecord) olderThan(other commitRecord) bool {
+	return cr.appendedOffset < other.appendedOffset
 }
 
 // Group is GroupMetadata.
@@ -181,6 +189,14 @@ type Group struct {
 
 	offsets              map[TopicPartition]commitRecord
 	pendingOffsetCommits map[TopicPartition]int // in-flight appends per partition
+	// pendingTxnOffsetCommits are TxnOffsetCommit offsets per producer id, waiting for the
+	// producer's COMMIT or ABORT marker in the offsets partition
+	// (pendingTransactionalOffsetCommits). An entry is -1 until its record is appended.
+	pendingTxnOffsetCommits map[int64]map[TopicPartition]commitRecord
+	// Both kinds of commits in one generation draw a warning, as in Kafka
+	// (hasReceivedConsistentOffsetCommits).
+	receivedConsumerOffsetCommits bool
+	receivedTxnOffsetCommits      bool
 
 	// initialJoin: the armed join timer is an InitialDelayedJoin with joinRemaining left.
 	initialJoin   bool
@@ -191,7 +207,7 @@ func newGroup(id string, state State, now time.Time) *Group {
 	return &Group{ID: id, state: state, currentStateTimestamp: now.UnixMilli(), members: map[string]*Member{},
 		staticMembers: map[string]string{}, pendingMembers: map[string]bool{}, pendingSyncMembers: map[string]bool{},
 		supportedProtocols: map[string]int{}, offsets: map[TopicPartition]commitRecord{},
-		pendingOffsetCommits: map[TopicPartition]int{}}
+		pendingOffsetCommits: map[TopicPartition]int{}, pendingTxnOffsetCommits: map[int64]map[TopicPartition]commitRecord{}}
 }
 
 func (g *Group) is(s State) bool { return g.state == s }
@@ -440,12 +456,16 @@ func (g *Group) currentStaticMemberID(instanceID *string) (string, bool) {
 }
 
 // validateCurrentMember is GroupCoordinator.validateCurrentMember.
+// A group instance id that maps to no member is UNKNOWN_MEMBER_ID, as in Kafka 3.7.
 func (g *Group) validateCurrentMember(memberID string, instanceID *string) *kerr.Error {
-	if cur, ok := g.currentStaticMemberID(instanceID); ok {
+	if instanceID != nil {
+		cur, ok := g.currentStaticMemberID(instanceID)
+		if !ok {
+			return kerr.UnknownMemberID
+		}
 		if cur != memberID {
 			return kerr.FencedInstanceID
 		}
-		return nil
 	}
 	if !g.has(memberID) {
 		return kerr.UnknownMemberID
@@ -500,6 +520,7 @@ func (g *Group) initNextGeneration(now time.Time) {
 		g.subscribedTopics = g.computeSubscribedTopics()
 		g.transitionTo(Empty, now)
 	}
+	g.receivedConsumerOffsetCommits, g.receivedTxnOffsetCommits = false, false
 	g.pendingSyncMembers = map[string]bool{}
 }
 
@@ -618,8 +639,105 @@ func loadGroup(id string, v *kmsg.GroupMetadataValue, now time.Time) *Group {
 	return g
 }
 
-// hasOffsets reports committed or in-flight offsets.
-func (g *Group) hasOffsets() bool { return len(g.offsets) > 0 || len(g.pendingOffsetCommits) > 0 }
+// hasOffsets reports committed, in-flight or pending transactional offsets: a group whose
+// only offsets wait for a transaction's outcome does not expire.
+func (g *Group) hasOffsets() bool {
+	return len(g.offsets) > 0 || len(g.pendingOffsetCommits) > 0 || len(g.pendingTxnOffsetCommits) > 0
+}
+
+// prepareTxnOffsetCommit is GroupMetadata.prepareTxnOffsetCommit: the producer's offsets
+// are pending (not yet appended) until the marker.
+func (g *Group) prepareTxnOffsetCommit(producerID int64, offsets map[TopicPartition]OffsetAndMetadata) {
+	g.receivedTxnOffsetCommits = true
+	po := g.pendingTxnOffsetCommits[producerID]
+	if po == nil {
+		po = map[TopicPartition]commitRecord{}
+		g.pendingTxnOffsetCommits[producerID] = po
+	}
+	for tp, om := range offsets {
+		po[tp] = commitRecord{appendedOffset: -1, om: om}
+	}
+}
+
+// onTxnOffsetCommitAppend is GroupMetadata.onTxnOffsetCommitAppend: the record is in the
+// log at offset; a later TxnOffsetCommit of the same partition that replaced the pending
+// entry meanwhile keeps its own.
+func (g *Group) onTxnOffsetCommitAppend(producerID int64, tp TopicPartition, cr commitRecord) {
+	po := g.pendingTxnOffsetCommits[producerID]
+	if cur, ok := po[tp]; ok && cur.om == cr.om {
+		po[tp] = cr
+	}
+}
+
+// failPendingTxnOffsetCommit is GroupMetadata.failPendingTxnOffsetCommit: the append
+// failed; the client gets the error and retries, maybe at another coordinator.
+func (g *Group) failPendingTxnOffsetCommit(producerID int64, tp TopicPartition) {
+	po, ok := g.pendingTxnOffsetCommits[producerID]
+	if !ok {
+		return
+	}
+	delete(po, tp)
+	if len(po) == 0 {
+		delete(g.pendingTxnOffsetCommits, producerID)
+	}
+}
+
+// completePendingTxnOffsetCommit is GroupMetadata.completePendingTxnOffsetCommit: on a
+// COMMIT marker each pending offset replaces the committed one unless that one's record is
+// newer in the log (a plain OffsetCommit appended after the transactional one wins); on
+// ABORT they are dropped. It returns how many offsets were applied.
+func (g *Group) completePendingTxnOffsetCommit(producerID int64, commit bool) (applied int, unappended int) {
+	po := g.pendingTxnOffsetCommits[producerID]
+	delete(g.pendingTxnOffsetCommits, producerID)
+	if !commit {
+		return 0, 0
+	}
+	for tp, cr := range po {
+		if cr.appendedOffset < 0 {
+			// Kafka throws IllegalStateException: the marker cannot follow a record that is
+			// not in the log yet. Skip it rather than apply an offset that is not stored.
+			unappended++
+			continue
+		}
+		if cur, ok := g.offsets[tp]; !ok || cur.olderThan(cr) {
+			g.offsets[tp] = cr
+			applied++
+		}
+	}
+	return applied, unappended
+}
+
+// hasPendingOffsetCommitsForTopicPartition is GroupMetadata's check behind
+// UNSTABLE_OFFSET_COMMIT: an OffsetCommit in flight or a transactional one pending.
+func (g *Group) hasPendingOffsetCommitsForTopicPartition(tp TopicPartition) bool {
+	if g.pendingOffsetCommits[tp] > 0 {
+		return true
+	}
+	for _, po := range g.pendingTxnOffsetCommits {
+		if _, ok := po[tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// removeOffsets is GroupMetadata.removeOffsets: committed offsets of tps are removed (and
+// returned) and pending transactional ones of tps are dropped. A producer keeps its
+// (possibly empty) pending entry until its marker, as in Kafka, so its transaction still
+// holds the group.
+func (g *Group) removeOffsets(tps []TopicPartition) []TopicPartition {
+	var removed []TopicPartition
+	for _, tp := range tps {
+		for _, po := range g.pendingTxnOffsetCommits {
+			delete(po, tp)
+		}
+		if _, ok := g.offsets[tp]; ok {
+			delete(g.offsets, tp)
+			removed = append(removed, tp)
+		}
+	}
+	return removed
+}
 
 // expiredOffsets is GroupMetadata.removeExpiredOffsets' selection.
 func (g *Group) expiredOffsets(nowMs int64, retention time.Duration) []TopicPartition {

@@ -12,16 +12,26 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/internal/recordbatch"
 )
 
-// appendAsync appends recs to g's offsets partition in a tracked goroutine and calls done
-// under g's lock with the append's base offset (-1 on error). The caller holds g.mu.
+// appendAsync appends recs to g's offsets partition with acks=-1 in a tracked goroutine and
+// calls done under g's lock with the append's base offset (-1 on error). The caller holds g.mu.
 func (c *Coordinator) appendAsync(g *Group, recs []kv, done func(offset int64, err *kerr.Error)) {
 	batch, err := buildBatch(c.now(), recs)
 	if err != nil {
 		done(-1, kerr.UnknownServerError)
 		return
 	}
+	c.appendBatchAsync(g, func(ctx context.Context, p int32) (int64, error) {
+		return c.log.Append(ctx, p, batch, true, c.cfg.OffsetCommitTimeout)
+	}, done)
+}
+
+// appendBatchAsync runs appendFn for g's offsets partition in a tracked goroutine and calls
+// done under g's lock (Kafka's appendForGroup with its putCacheCallback). The caller holds g.mu.
+func (c *Coordinator) appendBatchAsync(g *Group, appendFn func(ctx context.Context, p int32) (int64, error), done func(offset int64, err *kerr.Error)) {
 	c.mu.Lock()
 	active := c.mu.active
 	if active {
@@ -35,7 +45,7 @@ func (c *Coordinator) appendAsync(g *Group, recs []kv, done func(offset int64, e
 	p := c.PartitionFor(g.ID)
 	go func() {
 		defer c.wg.Done()
-		off, aerr := c.log.Append(c.ctx, p, batch, true, c.cfg.OffsetCommitTimeout)
+		off, aerr := appendFn(c.ctx, p)
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if aerr != nil {
@@ -110,88 +120,159 @@ func (c *Coordinator) HandleCommitOffsets(req CommitRequest, cb func(map[TopicPa
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := c.validateOffsetCommit(g, req); err != nil {
+	if err := c.validateOffsetCommit(g, req.GenerationID, req.MemberID, req.GroupInstanceID, false); err != nil {
 		cb(all(req.Offsets, err))
 		return
 	}
 	switch g.state {
 	case Empty:
-		c.storeOffsets(g, req.Offsets, cb)
+		c.storeOffsets(g, req.Offsets, nil, cb)
 	case Stable, PreparingRebalance:
 		// Allowed while preparing: the heartbeat tells the member about the rebalance.
 		c.completeAndScheduleNextHeartbeatExpiration(g, g.members[req.MemberID])
-		c.storeOffsets(g, req.Offsets, cb)
+		c.storeOffsets(g, req.Offsets, nil, cb)
 	default: // CompletingRebalance
 		cb(all(req.Offsets, kerr.RebalanceInProgress))
 	}
 }
 
-// validateOffsetCommit is GroupCoordinator.validateOffsetCommit.
-func (c *Coordinator) validateOffsetCommit(g *Group, req CommitRequest) *kerr.Error {
+// validateOffsetCommit is GroupCoordinator.validateOffsetCommit (Kafka 3.7): a commit
+// without a generation goes to an Empty group; a member's commit must name a current member
+// of the current generation; anonymous commits to a group with members are refused, except
+// transactional ones (TxnOffsetCommit before v3 carries no member or generation).
+func (c *Coordinator) validateOffsetCommit(g *Group, generationID int32, memberID string, instanceID *string, transactional bool) *kerr.Error {
 	switch {
 	case g.is(Dead):
 		return kerr.CoordinatorNotAvailable
-	case req.GenerationID >= 0 || req.MemberID != "" || req.GroupInstanceID != nil:
-		if err := g.validateCurrentMember(req.MemberID, req.GroupInstanceID); err != nil {
+	case generationID < 0 && g.is(Empty):
+		return nil
+	case generationID >= 0 || memberID != "" || instanceID != nil:
+		if err := g.validateCurrentMember(memberID, instanceID); err != nil {
 			return err
 		}
-		if req.GenerationID != g.generationID {
+		if generationID != g.generationID {
 			return kerr.IllegalGeneration
 		}
-	case !g.is(Empty):
-		// Only members may commit to a group that has members.
+	case !transactional && !g.is(Empty):
 		return kerr.UnknownMemberID
 	}
 	return nil
 }
 
+// txnProducer is the producer of a transactional offset commit.
+type txnProducer struct {
+	producerID    int64
+	producerEpoch int16
+	guard         VerificationGuard
+}
+
 // storeOffsets is GroupMetadataManager.storeOffsets: offset records appended with acks=-1;
 // the cache changes only once the append succeeded, so OffsetFetch never sees an offset
-// that is not replicated.
-func (c *Coordinator) storeOffsets(g *Group, offsets map[TopicPartition]OffsetAndMetadata, cb func(map[TopicPartition]*kerr.Error)) {
+// that is not replicated. With txn set (TxnOffsetCommit) the records form a transactional
+// batch of the producer and the offsets stay pending in the group until the producer's
+// marker (ScheduleHandleTxnCompletion). The caller holds g.mu.
+func (c *Coordinator) storeOffsets(g *Group, offsets map[TopicPartition]OffsetAndMetadata, txn *txnProducer, cb func(map[TopicPartition]*kerr.Error)) {
+	if g.receivedConsumerOffsetCommits && g.receivedTxnOffsetCommits {
+		c.logger.WithFields(logrus.Fields{"group": g.ID, "leader": g.leaderOrEmpty()}).
+			Warn("group has received offset commits from consumers as well as transactional producers; mixing both types of offset commits will generally result in surprises and should be avoided")
+	}
 	out := make(map[TopicPartition]*kerr.Error, len(offsets))
 	var recs []kv
 	var valid []TopicPartition
+	filtered := make(map[TopicPartition]OffsetAndMetadata, len(offsets))
 	for tp, om := range offsets {
 		if len(om.Metadata) > c.cfg.OffsetMetadataMaxBytes {
 			out[tp] = kerr.OffsetMetadataTooLarge
 			continue
 		}
 		valid = append(valid, tp)
+		filtered[tp] = om
 		recs = append(recs, kv{OffsetCommitKey(g.ID, tp), OffsetCommitValue(om)})
 	}
 	if len(valid) == 0 {
 		cb(out)
 		return
 	}
-	for _, tp := range valid {
-		g.pendingOffsetCommits[tp]++
+	var batch []byte
+	var err error
+	if txn == nil {
+		batch, err = buildBatch(c.now(), recs)
+	} else {
+		batch, err = buildTxnBatch(c.now(), recs, txn.producerID, txn.producerEpoch)
 	}
-	c.appendAsync(g, recs, func(off int64, err *kerr.Error) {
+	if err != nil {
 		for _, tp := range valid {
-			if g.pendingOffsetCommits[tp]--; g.pendingOffsetCommits[tp] <= 0 {
-				delete(g.pendingOffsetCommits, tp)
-			}
-			if err == nil && !g.is(Dead) {
-				// A later append may have completed first: keep the newest record.
-				if cur, ok := g.offsets[tp]; !ok || cur.appendedOffset < off {
-					g.offsets[tp] = commitRecord{appendedOffset: off, om: offsets[tp]}
+			out[tp] = kerr.UnknownServerError
+		}
+		cb(out)
+		return
+	}
+	var appendFn func(ctx context.Context, p int32) (int64, error)
+	if txn == nil {
+		g.receivedConsumerOffsetCommits = true
+		for _, tp := range valid {
+			g.pendingOffsetCommits[tp]++
+		}
+		appendFn = func(ctx context.Context, p int32) (int64, error) {
+			return c.log.Append(ctx, p, batch, true, c.cfg.OffsetCommitTimeout)
+		}
+	} else {
+		c.addProducerGroup(txn.producerID, g.ID)
+		g.prepareTxnOffsetCommit(txn.producerID, filtered)
+		appendFn = func(ctx context.Context, p int32) (int64, error) {
+			return c.log.AppendTransactional(ctx, p, batch, txn.guard, c.cfg.OffsetCommitTimeout)
+		}
+	}
+	c.appendBatchAsync(g, appendFn, func(off int64, err *kerr.Error) {
+		if txn == nil {
+			for _, tp := range valid {
+				if g.pendingOffsetCommits[tp]--; g.pendingOffsetCommits[tp] <= 0 {
+					delete(g.pendingOffsetCommits, tp)
+				}
+				if err == nil && !g.is(Dead) {
+					// A later append may have completed first: keep the newest record.
+					cr := commitRecord{appendedOffset: off, om: filtered[tp]}
+					if cur, ok := g.offsets[tp]; !ok || cur.olderThan(cr) {
+						g.offsets[tp] = cr
+					}
 				}
 			}
+		} else if !g.is(Dead) {
+			for _, tp := range valid {
+				if err == nil {
+					g.onTxnOffsetCommitAppend(txn.producerID, tp, commitRecord{appendedOffset: off, om: filtered[tp]})
+				} else {
+					g.failPendingTxnOffsetCommit(txn.producerID, tp)
+				}
+			}
+			if _, ok := g.pendingTxnOffsetCommits[txn.producerID]; !ok {
+				c.removeProducerGroup(txn.producerID, g.ID)
+			}
 		}
-		switch err {
-		case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend:
-			err = kerr.CoordinatorNotAvailable
-		case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
-			err = kerr.NotCoordinator
-		case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-			err = kerr.InvalidCommitOffsetSize
-		}
+		err = maybeConvertOffsetCommitError(err)
 		for _, tp := range valid {
 			out[tp] = err
 		}
 		cb(out)
 	})
+}
+
+// maybeConvertOffsetCommitError is GroupMetadataManager.maybeConvertOffsetCommitError: the
+// append's (or the transaction verification's) error as a commit answers it.
+func maybeConvertOffsetCommitError(err *kerr.Error) *kerr.Error {
+	switch err {
+	case kerr.NetworkException:
+		// A verification that could not reach the transaction coordinator: a retriable
+		// error that older clients retry without looking the coordinator up again.
+		return kerr.CoordinatorLoadInProgress
+	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend:
+		return kerr.CoordinatorNotAvailable
+	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+		return kerr.NotCoordinator
+	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
+		return kerr.InvalidCommitOffsetSize
+	}
+	return err
 }
 
 // FetchedOffset is one partition of an OffsetFetch answer.
@@ -231,9 +312,10 @@ func (c *Coordinator) FetchOffsets(groupID string, tps []TopicPartition, require
 	}
 	out := none(tps)
 	for i, tp := range tps {
-		if requireStable && g.pendingOffsetCommits[tp] > 0 {
-			// Only transactional commits make offsets unstable in Kafka; ours are never
-			// visible before they are appended, so this is the same answer.
+		if requireStable && g.hasPendingOffsetCommitsForTopicPartition(tp) {
+			// OffsetFetch v7+ require_stable (KIP-447): the partition's offset may change when
+			// a transaction ends or a commit lands; the consumer retries.
+			out[i].Err = kerr.UnstableOffsetCommit
 			continue
 		}
 		if cr, ok := g.offsets[tp]; ok {
@@ -276,13 +358,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, tps []T
 	g.mu.Unlock()
 	if len(eligible) > 0 {
 		c.cleanupGroupMetadata(ctx, []*Group{g}, func(g *Group) []TopicPartition {
-			var removed []TopicPartition
-			for _, tp := range eligible {
-				if _, ok := g.offsets[tp]; ok {
-					removed = append(removed, tp)
-				}
-			}
-			return removed
+			return g.removeOffsets(eligible)
 		})
 		for _, tp := range eligible {
 			out[tp] = nil
@@ -385,11 +461,13 @@ func (c *Coordinator) OnResignation(p int32) {
 	_, owned := c.mu.owned[p]
 	delete(c.mu.owned, p)
 	delete(c.mu.loading, p)
+	delete(c.mu.deferredTxnCompletions, p)
 	var groups []*Group
 	for id, g := range c.mu.groups {
 		if c.PartitionFor(id) == p {
 			groups = append(groups, g)
 			delete(c.mu.groups, id)
+			c.removeGroupFromAllProducersLocked(id)
 		}
 	}
 	c.mu.Unlock()
@@ -424,12 +502,22 @@ func (c *Coordinator) onGroupUnloaded(g *Group) {
 	c.timers.cancel(syncKey(g.ID))
 }
 
+// groupTP names one group's offset of one partition while loading.
+type groupTP struct {
+	group string
+	tp    TopicPartition
+}
+
 // loadPartition is GroupMetadataManager.doLoadGroupsAndOffsets: read the partition from
 // its log start to its log end; the last record per key wins and a tombstone deletes.
+// Offsets in transactional batches are pending per producer until the producer's control
+// batch: COMMIT applies them (unless the partition's committed offset was appended later),
+// ABORT drops them, and those without a marker at the end stay pending in their groups.
 func (c *Coordinator) loadPartition(p int32, epoch int32) {
 	started := c.now()
 	log := c.logger.WithFields(logrus.Fields{"partition": p, "leader_epoch": epoch})
 	offsets := map[string]map[TopicPartition]commitRecord{}
+	pending := map[int64]map[groupTP]commitRecord{}
 	groups := map[string]*kmsg.GroupMetadataValue{}
 	removed := map[string]bool{}
 	start, end, err := c.log.Offsets(p)
@@ -440,36 +528,96 @@ func (c *Coordinator) loadPartition(p int32, epoch int32) {
 			break
 		}
 		var next int64
-		next, err = forEachRecord(raw, func(offset int64, key, value []byte) error {
-			r, derr := DecodeRecord(key, value)
-			if derr != nil {
-				log.WithError(derr).WithField("offset", offset).Warn("skipping an undecodable record in the offsets topic")
-				return nil
-			}
-			if r.IsOffset {
-				if r.Offset == nil {
-					delete(offsets[r.Group], r.TP)
+		next, err = forEachBatch(raw, func(b recordbatch.Batch) error {
+			pid := b.ProducerID()
+			if b.Control() {
+				var typ int16
+				var seen, valid bool
+				if ferr := b.ForEachRecord(false, func(r *recordbatch.Record) error {
+					if !seen {
+						seen = true
+						typ, valid = controlRecordType(r.Key)
+					}
+					return nil
+				}); ferr != nil {
+					return ferr
+				}
+				if !seen {
 					return nil
 				}
-				if offsets[r.Group] == nil {
-					offsets[r.Group] = map[TopicPartition]commitRecord{}
+				if !valid {
+					log.WithFields(logrus.Fields{"offset": b.BaseOffset(), "producer_id": pid}).Warn("skipping a control record with a malformed key in the offsets topic")
 				}
-				offsets[r.Group][r.TP] = commitRecord{appendedOffset: offset, om: *r.Offset}
+				if valid && typ == controlCommit {
+					for gtp, cr := range pending[pid] {
+						if offsets[gtp.group] == nil {
+							offsets[gtp.group] = map[TopicPartition]commitRecord{}
+						}
+						if cur, ok := offsets[gtp.group][gtp.tp]; !ok || cur.olderThan(cr) {
+							offsets[gtp.group][gtp.tp] = cr
+						}
+					}
+				}
+				delete(pending, pid)
 				return nil
 			}
-			if r.Value == nil {
-				delete(groups, r.Group)
-				removed[r.Group] = true
-			} else {
-				groups[r.Group] = r.Value
-				delete(removed, r.Group)
-			}
-			return nil
+			txn := b.Transactional()
+			batchBase := int64(-1) // the offset of the batch's first record, as Kafka records it
+			return b.ForEachRecord(false, func(rec *recordbatch.Record) error {
+				offset := b.BaseOffset() + int64(rec.OffsetDelta)
+				if batchBase < 0 {
+					batchBase = offset
+				}
+				r, derr := DecodeRecord(rec.Key, rec.Value)
+				if derr != nil {
+					log.WithError(derr).WithField("offset", offset).Warn("skipping an undecodable record in the offsets topic")
+					return nil
+				}
+				if r.IsOffset {
+					gtp := groupTP{r.Group, r.TP}
+					if txn {
+						if pending[pid] == nil {
+							pending[pid] = map[groupTP]commitRecord{}
+						}
+						if r.Offset == nil {
+							delete(pending[pid], gtp)
+						} else {
+							pending[pid][gtp] = commitRecord{appendedOffset: batchBase, om: *r.Offset}
+						}
+						return nil
+					}
+					if r.Offset == nil {
+						delete(offsets[r.Group], r.TP)
+						return nil
+					}
+					if offsets[r.Group] == nil {
+						offsets[r.Group] = map[TopicPartition]commitRecord{}
+					}
+					offsets[r.Group][r.TP] = commitRecord{appendedOffset: batchBase, om: *r.Offset}
+					return nil
+				}
+				if r.Value == nil {
+					delete(groups, r.Group)
+					removed[r.Group] = true
+				} else {
+					groups[r.Group] = r.Value
+					delete(removed, r.Group)
+				}
+				return nil
+			})
 		})
 		if next <= off {
 			break // no progress: nothing more readable
 		}
 		off = next
+		if err == nil {
+			// The log end moves while loading (Kafka re-reads it every round): read what
+			// was appended meanwhile too, markers included.
+			var lerr error
+			if _, end, lerr = c.log.Offsets(p); lerr != nil {
+				err = lerr
+			}
+		}
 	}
 	if err != nil {
 		log.WithError(err).Error("failed to load the offsets partition; its groups stay unavailable")
@@ -491,6 +639,25 @@ func (c *Coordinator) loadPartition(p int32, epoch int32) {
 		}
 		g.offsets = offs
 	}
+	// Transactions still open at the log end: their offsets wait in their groups, which
+	// exist (Empty) even with nothing else stored.
+	openGroups := map[int64][]string{}
+	for pid, po := range pending {
+		for gtp, cr := range po {
+			g, ok := loaded[gtp.group]
+			if !ok {
+				g = newGroup(gtp.group, Empty, now)
+				loaded[gtp.group] = g
+			}
+			m := g.pendingTxnOffsetCommits[pid]
+			if m == nil {
+				m = map[TopicPartition]commitRecord{}
+				g.pendingTxnOffsetCommits[pid] = m
+				openGroups[pid] = append(openGroups[pid], gtp.group)
+			}
+			m[gtp.tp] = cr
+		}
+	}
 	c.mu.Lock()
 	if cur, ok := c.mu.owned[p]; !ok || cur != epoch || !c.mu.active {
 		c.mu.Unlock()
@@ -504,8 +671,16 @@ func (c *Coordinator) loadPartition(p int32, epoch int32) {
 	for id, g := range loaded {
 		c.mu.groups[id] = g
 	}
+	for pid, ids := range openGroups {
+		for _, id := range ids {
+			c.addProducerGroupLocked(pid, id)
+		}
+	}
 	delete(c.mu.loading, p)
+	deferred := c.mu.deferredTxnCompletions[p]
+	delete(c.mu.deferredTxnCompletions, p)
 	c.mu.Unlock()
+	c.replayTxnCompletions(p, deferred)
 	for _, g := range loaded {
 		g.mu.Lock()
 		for _, m := range g.allMembers() {

@@ -16,6 +16,7 @@ package group
 // A null value (tombstone) deletes the offset or the group. kmsg encodes and decodes them.
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -142,6 +143,18 @@ type kv struct{ key, value []byte }
 // buildBatch encodes records as one uncompressed v2 batch stamped with now
 // (offsets.topic.compression.codec defaults to none).
 func buildBatch(now time.Time, recs []kv) ([]byte, error) {
+	return buildOffsetsBatch(now, recs, -1, -1, false)
+}
+
+// buildTxnBatch is buildBatch for TxnOffsetCommit (GroupMetadataManager.generateOffsetRecords
+// with a producer id): a transactional batch of the producer's id and epoch with base
+// sequence 0. The coordinator appends it with origin COORDINATOR, so the sequence is never
+// checked; the marker that ends the producer's transaction commits or aborts it.
+func buildTxnBatch(now time.Time, recs []kv, producerID int64, producerEpoch int16) ([]byte, error) {
+	return buildOffsetsBatch(now, recs, producerID, producerEpoch, true)
+}
+
+func buildOffsetsBatch(now time.Time, recs []kv, producerID int64, producerEpoch int16, transactional bool) ([]byte, error) {
 	ts := now.UnixMilli()
 	rs := make([]recordbatch.Record, len(recs))
 	for i, r := range recs {
@@ -149,6 +162,10 @@ func buildBatch(now time.Time, recs []kv) ([]byte, error) {
 	}
 	h := recordbatch.Header{LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: ts, MaxTimestamp: ts,
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	if transactional {
+		h.Attributes = recordbatch.AttrTransactional
+		h.ProducerID, h.ProducerEpoch, h.BaseSequence = producerID, producerEpoch, 0
+	}
 	b, err := recordbatch.Build(h, rs, recordbatch.None)
 	if err != nil {
 		return nil, fmt.Errorf("build offsets batch: %w", err)
@@ -156,9 +173,29 @@ func buildBatch(now time.Time, recs []kv) ([]byte, error) {
 	return b, nil
 }
 
-// forEachRecord walks the records of raw batches (as read from the log); control and
-// transactional batches are skipped (no transactional offset commits yet).
-func forEachRecord(raw []byte, fn func(offset int64, key, value []byte) error) (next int64, err error) {
+// Control record types (ControlRecordType): the key of a control record is
+// int16 version | int16 type.
+const (
+	controlAbort  int16 = 0
+	controlCommit int16 = 1
+)
+
+// controlRecordType is ControlRecordType.parse: the type of a control record's key; ok is
+// false for a key shorter than 4 bytes or of a negative version (Kafka throws
+// InvalidRecordException for both).
+func controlRecordType(key []byte) (typ int16, ok bool) {
+	if len(key) < 4 {
+		return 0, false
+	}
+	if version := int16(binary.BigEndian.Uint16(key)); version < 0 {
+		return 0, false
+	}
+	return int16(binary.BigEndian.Uint16(key[2:])), true
+}
+
+// forEachBatch walks the whole batches of raw (as read from the log) and returns the offset
+// after the last one; a partial batch at the end is left for the caller's next read.
+func forEachBatch(raw []byte, fn func(b recordbatch.Batch) error) (next int64, err error) {
 	next = -1
 	for len(raw) > 0 {
 		b, rest, err := recordbatch.Next(raw)
@@ -167,15 +204,23 @@ func forEachRecord(raw []byte, fn func(offset int64, key, value []byte) error) (
 		}
 		raw = rest
 		next = b.NextOffset()
-		if b.Control() || b.Transactional() {
-			continue
-		}
-		base := b.BaseOffset()
-		if err := b.ForEachRecord(false, func(r *recordbatch.Record) error {
-			return fn(base+int64(r.OffsetDelta), r.Key, r.Value)
-		}); err != nil {
+		if err := fn(b); err != nil {
 			return next, err
 		}
 	}
 	return next, nil
+}
+
+// forEachRecord walks the records of raw batches, transactional ones included; control
+// batches (transaction markers) are skipped.
+func forEachRecord(raw []byte, fn func(offset int64, key, value []byte) error) (next int64, err error) {
+	return forEachBatch(raw, func(b recordbatch.Batch) error {
+		if b.Control() {
+			return nil
+		}
+		base := b.BaseOffset()
+		return b.ForEachRecord(false, func(r *recordbatch.Record) error {
+			return fn(base+int64(r.OffsetDelta), r.Key, r.Value)
+		})
+	})
 }
