@@ -10,6 +10,8 @@
 //	samsa configs ...                                        kafka-configs.sh
 //	samsa reassign-partitions ...                            kafka-reassign-partitions.sh
 //	samsa leader-election ...                                kafka-leader-election.sh
+//	samsa consumer-groups ...                                kafka-consumer-groups.sh
+//	samsa transactions ...                                   kafka-transactions.sh
 //
 // Each subcommand lives in its own file and takes Kafka's flags (single or double dash,
 // `--flag value` or `--flag=value`).
@@ -40,6 +42,7 @@ var commands = map[string]command{
 	"reassign-partitions": {runReassignPartitions, "move partitions between brokers (kafka-reassign-partitions.sh)"},
 	"leader-election":     {runLeaderElection, "elect preferred or unclean leaders (kafka-leader-election.sh)"},
 	"consumer-groups":     {runConsumerGroups, "list, describe, delete consumer groups and reset their offsets (kafka-consumer-groups.sh)"},
+	"transactions":        {runTransactions, "list, describe and abort transactions, find hanging ones (kafka-transactions.sh)"},
 }
 
 func main() {

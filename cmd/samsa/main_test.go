@@ -199,8 +199,8 @@ func TestParseDumpLogArgs(t *testing.T) {
 	if !o.PrintDataLog || !o.DeepIteration || !o.IndexSanityCheck || o.MaxBytes != 100 {
 		t.Fatalf("decoder must imply print-data-log and deep iteration: %+v", o)
 	}
-	if _, _, err := parseDumpLogArgs([]string{"--files=a.log", "--offsets-decoder"}, io.Discard); err == nil {
-		t.Fatal("--offsets-decoder accepted")
+	if _, _, err := parseDumpLogArgs([]string{"--files=a.log", "--cluster-metadata-decoder"}, io.Discard); err == nil {
+		t.Fatal("--cluster-metadata-decoder (KRaft only) accepted")
 	}
 	if _, _, err := parseDumpLogArgs([]string{"--print-data-log"}, io.Discard); err == nil || !strings.Contains(err.Error(), "files") {
 		t.Fatalf("missing --files: %v", err)

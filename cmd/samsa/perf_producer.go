@@ -8,7 +8,13 @@ package main
 // or acks is not all and enable.idempotence is unset. Deviations: payloads come from a pool
 // of 64 random A–Z payloads instead of being regenerated per record (less client CPU, same
 // bytes on the wire); latency is kept in microseconds and printed in Kafka's units;
-// transactions and --payload-file are not supported.
+// --payload-file is not supported.
+//
+// Transactions are Kafka 3.7's: on only when --transaction-duration-ms is positive (default 0),
+// with --transactional-id (default "performance-producer-default-transactional-id"); a
+// transaction begins before a record when none is open and commits after the send of the
+// first record at least that many ms after it began, and once more at the end. (Kafka 4.0
+// later turned transactions on for a transactional id alone, with 3000 ms; 3.7 does not.)
 
 import (
 	"context"
@@ -32,6 +38,9 @@ type producerPerfOpts struct {
 	throughput   float64
 	printMetrics bool
 	props        map[string]string
+	// transactionDuration > 0 turns transactions on (ProducerPerformance's transactionsEnabled).
+	transactionDuration time.Duration
+	transactionalID     string
 }
 
 func parseProducerPerfArgs(args []string, stderr io.Writer) (*producerPerfOpts, *flag.FlagSet, error) {
@@ -43,12 +52,18 @@ func parseProducerPerfArgs(args []string, stderr io.Writer) (*producerPerfOpts, 
 	fs.Var(&throughput, "throughput", "REQUIRED: throttle maximum message throughput to *approximately* THROUGHPUT messages/sec. Set this to -1 to disable throttling.")
 	fs.Var(&configFile, "producer.config", "producer config properties file.")
 	printMetrics := fs.Bool("print-metrics", false, "print out metrics at the end of the test (accepted; franz-go has no Java metrics).")
+	transactionalID := fs.String("transactional-id", "performance-producer-default-transactional-id", "The transactionalId to use if transaction-duration-ms is > 0. Useful when testing the performance of concurrent transactions.")
+	var txnDuration optInt
+	fs.Var(&txnDuration, "transaction-duration-ms", "The max age of each transaction. The commitTransaction will be called after this time has elapsed. Transactions are only enabled if this value is positive. (default 0)")
 	// --producer-props takes one or more values (argparse4j nargs("+")): gather them first.
 	args, props := splitNargs(args, "producer-props")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, fs, err
 	}
-	o := &producerPerfOpts{topic: topic.v, printMetrics: *printMetrics}
+	o := &producerPerfOpts{topic: topic.v, printMetrics: *printMetrics, transactionalID: *transactionalID}
+	if txnDuration.v > 0 {
+		o.transactionDuration = time.Duration(txnDuration.v) * time.Millisecond
+	}
 	for _, req := range []struct {
 		name string
 		set  bool
@@ -86,6 +101,9 @@ func parseProducerPerfArgs(args []string, stderr io.Writer) (*producerPerfOpts, 
 			return nil, fs, fmt.Errorf("Invalid property: %s", p)
 		}
 		o.props[pieces[0]] = pieces[1]
+	}
+	if o.transactionDuration > 0 { // readProps: the flag's id wins over a transactional.id property
+		o.props["transactional.id"] = o.transactionalID
 	}
 	return o, fs, nil
 }
@@ -155,6 +173,14 @@ func perfProducerOpts(topic string, props map[string]string) (opts []kgo.Opt, un
 	for _, k := range keys {
 		v := props[k]
 		switch k {
+		case "transactional.id":
+			opts = append(opts, kgo.TransactionalID(v))
+		case "transaction.timeout.ms":
+			n, err := intProp(k)
+			if err != nil {
+				return nil, nil, err
+			}
+			opts = append(opts, kgo.TransactionTimeout(time.Duration(n)*time.Millisecond))
 		case "bootstrap.servers", "client.id", "enable.idempotence",
 			"key.serializer", "value.serializer", "send.buffer.bytes", "receive.buffer.bytes":
 		case "acks":
@@ -225,6 +251,18 @@ func perfProducerOpts(topic string, props map[string]string) (opts []kgo.Opt, un
 			opts = append(opts, kgo.BrokerMaxWriteBytes(int32(n)))
 		default:
 			unknown = append(unknown, k)
+		}
+	}
+	// ProducerConfig.postProcessAndValidateIdempotenceConfigs.
+	if _, txn := props["transactional.id"]; txn {
+		if !idempotent {
+			return nil, nil, fmt.Errorf("Cannot set a transactional.id without also enabling idempotence.")
+		}
+		if acks := strings.ToLower(strings.TrimSpace(props["acks"])); acks != "" && acks != "all" && acks != "-1" {
+			return nil, nil, fmt.Errorf("Must set acks to all in order to use the idempotent producer. Otherwise we cannot guarantee idempotence.")
+		}
+		if _, set := props["transaction.timeout.ms"]; !set {
+			opts = append(opts, kgo.TransactionTimeout(60*time.Second)) // the Java producer's default
 		}
 	}
 	if !idempotent {
@@ -427,6 +465,11 @@ func runProducerPerfTest(args []string, _ io.Reader, stdout, stderr io.Writer) i
 	for _, k := range unknown {
 		fmt.Fprintf(stderr, "WARN These configurations '[%s]' were supplied but are not used yet.\n", k)
 	}
+	if _, txn := o.props["transactional.id"]; txn && o.transactionDuration <= 0 {
+		// The Java tool never calls initTransactions then, and its first send throws.
+		fmt.Fprintf(stderr, "Cannot add partition %s to transaction before completing a call to initTransactions (transactional.id is set but --transaction-duration-ms is not positive)\n", o.topic)
+		return 1
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -450,9 +493,18 @@ func producerPerf(ctx context.Context, cl *kgo.Client, o *producerPerfOpts, stdo
 	throttler := newThroughputThrottler(o.throughput, time.Now())
 	var errMu sync.Mutex
 	var firstErr error
+	txn := o.transactionDuration > 0
+	currentTxnSize := 0
+	var txnStart time.Time
 	for i := int64(0); i < o.numRecords; i++ {
 		if err := ctx.Err(); err != nil {
 			return perfSummary{}, err
+		}
+		if txn && currentTxnSize == 0 {
+			if err := cl.BeginTransaction(); err != nil {
+				return perfSummary{}, err
+			}
+			txnStart = time.Now()
 		}
 		value := payloads[i%int64(len(payloads))]
 		start := time.Now()
@@ -469,12 +521,37 @@ func producerPerf(ctx context.Context, cl *kgo.Client, o *producerPerfOpts, stdo
 			}
 			stats.record(now.Sub(start), len(r.Value), now)
 		})
+		currentTxnSize++
+		// Kafka compares whole milliseconds: sendStartMs - transactionStartTime.
+		if txn && o.transactionDuration.Milliseconds() <= start.UnixMilli()-txnStart.UnixMilli() {
+			if err := commitTransaction(ctx, cl); err != nil {
+				return perfSummary{}, err
+			}
+			currentTxnSize = 0
+		}
 		if throttler.shouldThrottle(i, start) {
 			throttler.throttle()
+		}
+	}
+	if txn && currentTxnSize != 0 {
+		if err := commitTransaction(ctx, cl); err != nil {
+			return perfSummary{}, err
 		}
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return perfSummary{}, err
 	}
 	return stats.summary(), nil
+}
+
+// commitTransaction is KafkaProducer.commitTransaction: flush what the transaction sent, then
+// end it with a commit.
+func commitTransaction(ctx context.Context, cl *kgo.Client) error {
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	return nil
 }

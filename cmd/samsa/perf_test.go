@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -200,4 +203,92 @@ func TestParseConsumerPerfArgs(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+}
+
+// TestProducerPerfTransactions: Kafka 3.7's ProducerPerformance turns transactions on only for
+// a positive --transaction-duration-ms; the flag's transactional id then wins over a
+// transactional.id property, whose Java checks (idempotence, acks=all) apply.
+func TestProducerPerfTransactions(t *testing.T) {
+	base := []string{"--topic", "t", "--num-records", "10", "--record-size", "10", "--throughput", "-1", "--producer-props", "bootstrap.servers=h:1"}
+	o, _, err := parseProducerPerfArgs(base, io.Discard)
+	if err != nil || o.transactionDuration != 0 || o.props["transactional.id"] != "" {
+		t.Fatalf("no transactions by default: %+v %v", o, err)
+	}
+	o, _, err = parseProducerPerfArgs(append(append([]string{}, base...), "--transactional-id", "perf-tx"), io.Discard)
+	if err != nil || o.transactionDuration != 0 || o.props["transactional.id"] != "" {
+		t.Fatalf("3.7: a transactional id alone does not turn transactions on: %+v %v", o, err)
+	}
+	o, _, err = parseProducerPerfArgs(append(append([]string{}, base...), "transactional.id=prop", "--transaction-duration-ms", "250"), io.Discard)
+	if err != nil || o.transactionDuration != 250*time.Millisecond || o.props["transactional.id"] != "performance-producer-default-transactional-id" {
+		t.Fatalf("duration with the default id: %+v %v", o, err)
+	}
+	opts, _, err := perfProducerOpts("t", o.props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if got := cl.OptValue(kgo.TransactionalID); got != "performance-producer-default-transactional-id" {
+		t.Errorf("transactional id %v", got)
+	}
+	if got := cl.OptValue(kgo.TransactionTimeout); got != time.Minute {
+		t.Errorf("transaction timeout %v, want the Java producer's 60 s", got)
+	}
+	for name, props := range map[string]map[string]string{
+		"idempotence off": {"bootstrap.servers": "h:1", "transactional.id": "x", "enable.idempotence": "false"},
+		"acks=1 implicit": {"bootstrap.servers": "h:1", "transactional.id": "x", "acks": "1"},
+		"acks=1 explicit": {"bootstrap.servers": "h:1", "transactional.id": "x", "acks": "1", "enable.idempotence": "true"},
+	} {
+		if _, _, err := perfProducerOpts("t", props); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestProducerPerfTransactionsKfake runs producer-perf-test with short transactions against
+// franz-go's in-memory Kafka: every record is committed, so a read_committed reader sees all.
+func TestProducerPerfTransactionsKfake(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "perf-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bs := c.ListenAddrs()[0]
+	var out, errb strings.Builder
+	code := runProducerPerfTest([]string{"--topic", "perf-txn", "--num-records", "3000", "--record-size", "100", "--throughput", "20000",
+		"--transaction-duration-ms", "20", "--transactional-id", "perf-tx", "--producer-props", "bootstrap.servers=" + bs}, nil, &out, &errb)
+	if code != 0 || !strings.HasPrefix(lastLine(out.String()), "3000 records sent, ") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out.String(), errb.String())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	committed, err := adm.ListCommittedOffsets(ctx, "perf-txn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := adm.ListEndOffsets(ctx, "perf-txn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lso, _ := committed.Lookup("perf-txn", 0)
+	hw, _ := end.Lookup("perf-txn", 0)
+	// 3000 records plus one commit marker per transaction (at 20000 records/s and 20 ms, a
+	// few tens of transactions): everything is stable.
+	if lso.Offset != hw.Offset || hw.Offset <= 3001 || hw.Offset > 3000+200 {
+		t.Fatalf("last stable offset %d, end offset %d: want all 3000 records committed in several transactions", lso.Offset, hw.Offset)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
 }
