@@ -139,12 +139,13 @@ func (l *offsetsLog) Append(ctx context.Context, p int32, batch []byte, acksAll 
 
 // VerifyTransaction is GroupCoordinator.handleTxnCommitOffsets' call of
 // ReplicaManager.maybeStartTransactionVerificationForPartition on the group's offsets
-// partition (no-op when transaction.partition.verification.enable is false).
+// partition (no-op when transaction.partition.verification.enable is false), with
+// NO_SEQUENCE as Kafka's: the coordinator's batches are not sequence-checked.
 func (l *offsetsLog) VerifyTransaction(ctx context.Context, p int32, transactionalID string, producerID int64, producerEpoch int16) (group.VerificationGuard, error) {
 	if l.a.Replicas == nil {
 		return nil, asKafka(ErrNotLeaderOrFollower)
 	}
-	guard, err := l.a.Replicas.MaybeStartTransactionVerificationForPartition(ctx, offsetsTP(p), transactionalID, producerID, producerEpoch)
+	guard, err := l.a.Replicas.MaybeStartTransactionVerificationForPartition(ctx, offsetsTP(p), transactionalID, producerID, producerEpoch, -1)
 	if err != nil {
 		return nil, asKafka(err)
 	}

@@ -287,15 +287,16 @@ func (p *Partition) appendToLeader(acks int16, appendFn func(l *logstore.Log, le
 
 // maybeStartTransactionVerification (Partition.maybeStartTransactionVerification): the
 // leader's guard for a producer's first transactional append, nil when the producer already
-// has an ongoing transaction here (no verification needed).
-func (p *Partition) maybeStartTransactionVerification(producerID int64, producerEpoch int16) (*logstore.VerificationGuard, error) {
+// has an ongoing transaction here (no verification needed). sequence is the batch's base
+// sequence (the log keeps the lowest one it was asked with).
+func (p *Partition) maybeStartTransactionVerification(producerID int64, sequence int32, producerEpoch int16) (*logstore.VerificationGuard, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	l, err := p.leaderLogLocked(-1, true)
 	if err != nil {
 		return nil, err
 	}
-	return l.MaybeStartTransactionVerification(producerID, producerEpoch), nil
+	return l.MaybeStartTransactionVerification(producerID, sequence, producerEpoch), nil
 }
 
 // maybeIncrementLeaderHW (Partition.maybeIncrementLeaderHW): HW = min LEO over the leader,

@@ -695,7 +695,7 @@ func (rm *ReplicaManager) AppendRecordsWith(ctx context.Context, timeout time.Du
 			pids++
 			lastPIDSeen = b.ProducerID()
 		}
-		guard, err := p.maybeStartTransactionVerification(b.ProducerID(), b.ProducerEpoch())
+		guard, err := p.maybeStartTransactionVerification(b.ProducerID(), b.BaseSequence(), b.ProducerEpoch())
 		if err != nil {
 			results[i].Err, parts[i] = err, nil
 			continue
@@ -794,10 +794,11 @@ func (rm *ReplicaManager) transactionVerificationEnabled() bool {
 
 // MaybeStartTransactionVerificationForPartition (ReplicaManager's method of that name, used
 // by the group coordinator's TxnOffsetCommit): verifies with the transaction coordinator that
-// tp is part of the producer's transaction. It returns the guard to append with (nil when the
-// producer already has an ongoing transaction on tp or verification is disabled), or the
-// translated error.
-func (rm *ReplicaManager) MaybeStartTransactionVerificationForPartition(ctx context.Context, tp logstore.TopicPartition, transactionalID string, producerID int64, producerEpoch int16) (*logstore.VerificationGuard, error) {
+// tp is part of the producer's transaction. baseSequence is the base sequence of the batch
+// to append (the group coordinator passes -1, NO_SEQUENCE, as Kafka's). It returns the guard
+// to append with (nil when the producer already has an ongoing transaction on tp or
+// verification is disabled), or the translated error.
+func (rm *ReplicaManager) MaybeStartTransactionVerificationForPartition(ctx context.Context, tp logstore.TopicPartition, transactionalID string, producerID int64, producerEpoch int16, baseSequence int32) (*logstore.VerificationGuard, error) {
 	if !rm.transactionVerificationEnabled() {
 		return nil, nil
 	}
@@ -805,14 +806,34 @@ func (rm *ReplicaManager) MaybeStartTransactionVerificationForPartition(ctx cont
 	if err != nil {
 		return nil, err
 	}
-	guard, err := p.maybeStartTransactionVerification(producerID, producerEpoch)
+	guard, err := p.maybeStartTransactionVerification(producerID, baseSequence, producerEpoch)
 	if err != nil || guard == nil {
 		return nil, err
 	}
 	if code, ok := rm.verifier.verify(ctx, transactionalID, producerID, producerEpoch, []logstore.TopicPartition{tp})[tp]; ok {
-		return nil, verificationError(code)
+		return nil, coordinatorVerificationError(code)
 	}
 	return guard, nil
+}
+
+// coordinatorVerificationError is maybeStartTransactionVerificationForPartitions'
+// translation of the transaction coordinator's answer for a coordinator's own append
+// (Kafka 3.7.1): its retriable coordinator errors become NOT_ENOUGH_REPLICAS, without the
+// produce path's message, and a failed round trip stays NETWORK_EXCEPTION. The group
+// coordinator then maps them for TxnOffsetCommit (NOT_ENOUGH_REPLICAS to
+// COORDINATOR_NOT_AVAILABLE, NETWORK_EXCEPTION to COORDINATOR_LOAD_IN_PROGRESS, which
+// clients retry without looking the coordinator up again). Unlike the produce path,
+// INVALID_TXN_STATE carries Kafka's default message.
+func coordinatorVerificationError(code int16) error {
+	switch code {
+	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code,
+		kerr.NotCoordinator.Code:
+		return kerr.NotEnoughReplicas
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e
+	}
+	return kerr.UnknownServerError
 }
 
 // readFromLocalLog (ReplicaManager.readFromLocalLog) reads each partition up to the HW
@@ -905,10 +926,10 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 	res.Records = info
 	if params.IsolationLevel == 1 && params.ReplicaID < 0 && info.Size > 0 {
 		// LocalLog.addAbortedTransactions: the aborted transactions the returned data may
-		// hold, from the .txnindex files. Kafka bounds the lookup by the read's segment
-		// position; the LSO bound here may list more, which consumers skip (they apply an
-		// entry only when a batch of that producer at or after its first offset arrives).
-		res.AbortedTransactions = l.CollectAbortedTransactions(r.FetchOffset, maxOffset)
+		// hold, from the .txnindex files, up to the read's bound (the offset index entry
+		// past the returned bytes, the next segment or the log end), as Kafka's: a lagging
+		// consumer reading an old segment does not get every later aborted transaction.
+		res.AbortedTransactions = l.CollectAbortedTransactions(r.FetchOffset, info.AbortedTxnUpperBound)
 	}
 	return res, nil
 }

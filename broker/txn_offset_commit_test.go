@@ -381,3 +381,43 @@ func TestTxnClusterGroupTransactSession(t *testing.T) {
 		t.Fatalf("read_committed saw %d records, %d distinct: %v", n, len(seen), seen)
 	}
 }
+
+// The transaction coordinator's verification answers for the offsets partition reach
+// TxnOffsetCommit as Kafka 3.7.1 translates them on the group path
+// (ReplicaManager.maybeStartTransactionVerificationForPartitions, then
+// GroupMetadataManager.maybeConvertOffsetCommitError): a failed round trip
+// (NETWORK_EXCEPTION) is COORDINATOR_LOAD_IN_PROGRESS, not the produce path's
+// NOT_ENOUGH_REPLICAS (which the group maps to COORDINATOR_NOT_AVAILABLE); the
+// coordinator's retriable errors are COORDINATOR_NOT_AVAILABLE; INVALID_TXN_STATE and a
+// fenced producer's INVALID_PRODUCER_EPOCH pass through. v0-1 see COORDINATOR_NOT_AVAILABLE
+// for COORDINATOR_LOAD_IN_PROGRESS.
+func TestTxnOffsetCommitVerificationErrors(t *testing.T) {
+	e := newDataEnv(t)
+	e.createTopic("t", 1)
+	groupsReady(e)
+	offsetsTP := logstore.TopicPartition{Topic: GroupMetadataTopicName, Partition: 0}
+	for i, tc := range []struct {
+		coordinator *kerr.Error
+		version     int16
+		want        *kerr.Error
+	}{
+		{kerr.NetworkException, 3, kerr.CoordinatorLoadInProgress},
+		{kerr.NetworkException, 1, kerr.CoordinatorNotAvailable},
+		{kerr.ConcurrentTransactions, 3, kerr.CoordinatorNotAvailable},
+		{kerr.CoordinatorLoadInProgress, 3, kerr.CoordinatorNotAvailable},
+		{kerr.NotCoordinator, 3, kerr.CoordinatorNotAvailable},
+		{kerr.CoordinatorNotAvailable, 3, kerr.CoordinatorNotAvailable},
+		{kerr.InvalidTxnState, 3, kerr.InvalidTxnState},
+		{kerr.InvalidProducerEpoch, 3, kerr.InvalidProducerEpoch},
+	} {
+		t.Run(fmt.Sprintf("%s_v%d", tc.coordinator.Message, tc.version), func(t *testing.T) {
+			e.rm.verifier = &fakeVerifier{codes: map[logstore.TopicPartition]int16{offsetsTP: tc.coordinator.Code}}
+			pid := 9500 + int64(i)
+			codes := txnCommitCodes(t, e, tc.version, txnOffsetCommitRequest("verr", "verr-txn", pid, 0, map[string]map[int32]int64{"t": {0: 3}}))
+			expectCode(t, "t-0", codes["t"][0], tc.want)
+			if got, _ := stableFetch(t, e, 7, "verr", "t", 0); got[0] != [2]int64{-1, 0} {
+				t.Fatalf("an unverified commit left offsets behind: %v", got[0])
+			}
+		})
+	}
+}

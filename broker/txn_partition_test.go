@@ -540,6 +540,80 @@ func TestProduceTransactionVerification(t *testing.T) {
 	f.mu.Unlock()
 }
 
+// The produce path hands each batch's base sequence to the verification state: a batch
+// whose verification failed retriably keeps later batches of the producer (higher
+// sequences, verified meanwhile) from opening the transaction ahead of it, so the
+// producer's retry of the earlier batch is not answered OUT_OF_ORDER_SEQUENCE_NUMBER for
+// ever (Kafka's VerificationStateEntry lowest sequence).
+func TestProduceVerificationLowestSequence(t *testing.T) {
+	e := newDataEnv(t)
+	e.createTopic("seq", 1)
+	tp := logstore.TopicPartition{Topic: "seq", Partition: 0}
+	f := &fakeVerifier{codes: map[logstore.TopicPartition]int16{tp: kerr.NotCoordinator.Code}}
+	e.rm.verifier = f
+	txnID := "seq"
+	if r := produceOne(t, e, &txnID, "seq", 0, txnBatch(t, 300, 0, 0, 2, true, false, "a")); r.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("unverifiable first batch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	f.mu.Lock()
+	f.codes = map[logstore.TopicPartition]int16{}
+	f.mu.Unlock()
+	if r := produceOne(t, e, &txnID, "seq", 0, txnBatch(t, 300, 0, 2, 2, true, false, "b")); r.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("later batch ahead of the unverified one: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := produceOne(t, e, &txnID, "seq", 0, txnBatch(t, 300, 0, 0, 2, true, false, "a")); r.ErrorCode != 0 {
+		t.Fatalf("retried first batch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := produceOne(t, e, &txnID, "seq", 0, txnBatch(t, 300, 0, 2, 2, true, false, "b")); r.ErrorCode != 0 {
+		t.Fatalf("retried later batch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if l, _ := e.logs.GetLog(tp); l.LogEndOffset() != 4 {
+		t.Fatalf("log end %d, want 4", l.LogEndOffset())
+	}
+}
+
+// A read_committed fetch lists the aborted transactions up to the bound of what it read
+// (LocalLog.addAbortedTransactions: the next segment's base offset here), not up to the
+// LSO: a consumer reading an old segment is not sent every later aborted transaction.
+func TestTxnFetchAbortedUpToSegmentEnd(t *testing.T) {
+	e := newDataEnv(t)
+	withoutVerification(e)
+	e.createTopic("abseg", 1)
+	txnID := "abseg"
+	l, _ := e.logs.GetLog(logstore.TopicPartition{Topic: "abseg", Partition: 0})
+	for i, pid := range []int64{8100, 8101} {
+		if r := produceOne(t, e, &txnID, "abseg", 0, txnBatch(t, pid, 0, 0, 2, true, false, "aborted")); r.ErrorCode != 0 {
+			t.Fatalf("transactional produce: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		if got := writeMarker(t, e, pid, 0, false, 0, "abseg", 0); got[0] != 0 {
+			t.Fatalf("abort marker: %v", got)
+		}
+		if i == 0 {
+			if err := l.Roll(); err != nil { // the second transaction starts segment 3
+				t.Fatal(err)
+			}
+		}
+	}
+	if r := produceOne(t, e, nil, "abseg", 0, txnBatch(t, -1, -1, -1, 1, false, false, "plain")); r.ErrorCode != 0 {
+		t.Fatalf("plain produce: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	aborted := func(p kmsg.FetchResponseTopicPartition) []int64 {
+		var out []int64
+		for _, a := range p.AbortedTransactions {
+			out = append(out, a.ProducerID)
+		}
+		return out
+	}
+	p := fetchOne(t, e, "abseg", 0, 1, 0)
+	if p.ErrorCode != 0 || p.LastStableOffset != 7 || !slices.Equal(aborted(p), []int64{8100}) {
+		t.Fatalf("read_committed from the first segment: error %d, LSO %d, aborted %v", p.ErrorCode, p.LastStableOffset, aborted(p))
+	}
+	p = fetchOne(t, e, "abseg", 3, 1, 0)
+	if got := batchValues(t, p.RecordBatches, p.AbortedTransactions); !slices.Equal(aborted(p), []int64{8101}) || !slices.Equal(got, []string{"plain-0"}) {
+		t.Fatalf("read_committed from the second segment: aborted %v, values %q", aborted(p), got)
+	}
+}
+
 // DescribeProducers lists a partition's producers with their open transaction's first offset.
 func TestDescribeProducers(t *testing.T) {
 	e := newDataEnv(t)

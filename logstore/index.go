@@ -300,6 +300,36 @@ func (oi *OffsetIndex) Lookup(target int64) (offset int64, position int64) {
 	return oi.baseOffset + int64(r), int64(p)
 }
 
+// FetchUpperBoundOffset returns the offset of the first entry whose position is at or
+// past position (OffsetIndex.fetchUpperBoundOffset); false if none. A read_committed fetch
+// that returned the bytes up to position bounds its aborted-transaction lookup with it.
+func (oi *OffsetIndex) FetchUpperBoundOffset(position int64) (int64, bool) {
+	if err := oi.rlock(); err != nil {
+		return 0, false
+	}
+	defer oi.mu.RUnlock()
+	n := oi.entries.Load()
+	data := oi.mu.data
+	if n == 0 || data == nil {
+		return 0, false
+	}
+	// Smallest slot with pos >= position; positions grow with the slots.
+	lo, hi := int64(0), n
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if _, p := oi.entryAt(data, mid); int64(p) >= position {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if lo == n {
+		return 0, false
+	}
+	r, _ := oi.entryAt(data, lo)
+	return oi.baseOffset + int64(r), true
+}
+
 // LastOffset is the offset of the last entry, or baseOffset if empty.
 func (oi *OffsetIndex) LastOffset() int64 {
 	n := oi.entries.Load()

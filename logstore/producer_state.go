@@ -234,12 +234,27 @@ type txnEvent struct {
 	c     completedTxn
 }
 
-// verificationState is Kafka's VerificationStateEntry (without the lowest sequence: the
-// broker does not pass the sequence here).
+// verificationState is Kafka's VerificationStateEntry: the guard, and the lowest base
+// sequence (for the highest epoch) of the batches that started a verification. A client's
+// batch with a higher base sequence is refused while the state lives, so a later batch
+// cannot open the transaction ahead of an earlier one that failed verification with a
+// retriable error (which would leave that one retrying OUT_OF_ORDER_SEQUENCE forever).
 type verificationState struct {
-	guard       *VerificationGuard
-	epoch       int16
-	timestampMs int64
+	guard          *VerificationGuard
+	lowestSequence int32
+	epoch          int16
+	timestampMs    int64
+}
+
+// maybeUpdateLowestSequenceAndEpoch is VerificationStateEntry's: a lower sequence of the
+// same epoch lowers the bound; a higher epoch resets both (sequences restart with it).
+func (v *verificationState) maybeUpdateLowestSequenceAndEpoch(sequence int32, epoch int16) {
+	if epoch == v.epoch && sequence < v.lowestSequence {
+		v.lowestSequence = sequence
+	}
+	if epoch > v.epoch {
+		v.epoch, v.lowestSequence = epoch, sequence
+	}
 }
 
 // firstUnstableOffset is ProducerStateManager.firstUnstableOffset: the lowest first offset
@@ -518,6 +533,10 @@ func (pa *producerAppend) validate(b recordbatch.Batch, origin AppendOrigin) err
 	}
 	// The coordinators' batches carry no meaningful sequence: checkSequence is for clients.
 	if origin == OriginClient {
+		if v, ok := pa.m.verification[pid]; ok && firstSeq > v.lowestSequence {
+			return fmt.Errorf("%w: out of order sequence number for producer %d: %d (incoming seq. number), %d (earliest seen sequence)",
+				ErrOutOfOrderSequence, pid, firstSeq, v.lowestSequence)
+		}
 		if appendEpoch != epoch {
 			if firstSeq != 0 && epoch != noProducerEpoch {
 				return fmt.Errorf("%w: invalid sequence number for new epoch of producer %d: %d (request epoch), %d (seq. number), %d (current producer epoch)",

@@ -28,6 +28,12 @@ type ReadInfo struct {
 	// requested offset), -1 if nothing.
 	FirstBatchOffset             int64
 	LogStartOffset, LogEndOffset int64
+	// AbortedTxnUpperBound bounds the aborted-transaction lookup of a read_committed fetch
+	// of this data (LocalLog.addAbortedTransactions): the offset of the first offset-index
+	// entry of the segment read at or past the end of the returned bytes, else the next
+	// segment's base offset, else the log end offset. No aborted transaction starting at or
+	// after it can have data in the returned bytes. -1 when nothing was read.
+	AbortedTxnUpperBound int64
 }
 
 // Bytes reads the regions into one slice with pread.
@@ -88,7 +94,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 	leo := l.logEndOffset.Load()
 	segs := l.segments()
 	start := l.logStartOffset.Load()
-	info := ReadInfo{LogStartOffset: start, LogEndOffset: leo, FirstBatchOffset: -1}
+	info := ReadInfo{LogStartOffset: start, LogEndOffset: leo, FirstBatchOffset: -1, AbortedTxnUpperBound: -1}
 	if l.closed.Load() {
 		return info, ErrClosed
 	}
@@ -138,6 +144,13 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 		info.Regions = []FileRegion{{File: seg.osFile, Pos: bp.pos, Len: n}}
 		info.Size = n
 		info.FirstBatchOffset = bp.baseOffset
+		if ub, ok := seg.offsetIdx.FetchUpperBoundOffset(bp.pos + n); ok {
+			info.AbortedTxnUpperBound = ub
+		} else if i+1 < len(segs) {
+			info.AbortedTxnUpperBound = segs[i+1].baseOffset
+		} else {
+			info.AbortedTxnUpperBound = leo
+		}
 		return info, nil
 	}
 	return info, nil

@@ -10,10 +10,6 @@ package logstore
 // The last stable offset (LSO) is min(first unstable offset, high watermark): the first
 // unstable offset is the first offset of the oldest transaction that is still open, or
 // whose marker is not yet below the high watermark. read_committed fetches stop there.
-//
-// Deviations: the verification state keeps no lowest sequence (Kafka's
-// VerificationStateEntry also rejects a first transactional batch whose sequence is above
-// the one it was verified with; MaybeStartTransactionVerification takes no sequence here).
 
 import (
 	"fmt"
@@ -79,8 +75,11 @@ type AbortedTxn struct {
 
 // MaybeStartTransactionVerification returns the producer's verification guard, creating
 // it if needed (UnifiedLog.maybeStartTransactionVerification); nil if the producer has an
-// open transaction here, which needs no verification.
-func (l *Log) MaybeStartTransactionVerification(producerID int64, producerEpoch int16) *VerificationGuard {
+// open transaction here, which needs no verification. sequence is the base sequence of
+// the batch to verify (-1, NO_SEQUENCE, for a coordinator's append): until the producer's
+// first transactional append, a client batch whose base sequence is above the lowest one
+// seen here at the current epoch fails with ErrOutOfOrderSequence.
+func (l *Log) MaybeStartTransactionVerification(producerID int64, sequence int32, producerEpoch int16) *VerificationGuard {
 	l.mu.Lock()
 	defer l.unlock()
 	m := l.producerState
@@ -89,12 +88,11 @@ func (l *Log) MaybeStartTransactionVerification(producerID int64, producerEpoch 
 	}
 	v, ok := m.verification[producerID]
 	if !ok {
-		v = &verificationState{guard: &VerificationGuard{producerID: producerID}, epoch: producerEpoch,
-			timestampMs: l.clock().UnixMilli()}
+		v = &verificationState{guard: &VerificationGuard{producerID: producerID}, lowestSequence: sequence,
+			epoch: producerEpoch, timestampMs: l.clock().UnixMilli()}
 		m.verification[producerID] = v
-	} else if producerEpoch > v.epoch {
-		v.epoch = producerEpoch
 	}
+	v.maybeUpdateLowestSequenceAndEpoch(sequence, producerEpoch)
 	return v.guard
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -232,21 +233,21 @@ func TestTxnVerificationGuard(t *testing.T) {
 	if _, err := l.AppendAsLeaderOpts(txnBatch(t, 1, 0, 0, keysN("a", 1), ts, true), 0, req(nil)); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("unverified first transactional batch: %v", err)
 	}
-	g := l.MaybeStartTransactionVerification(1, 0)
-	if g == nil || l.MaybeStartTransactionVerification(1, 0) != g {
+	g := l.MaybeStartTransactionVerification(1, 0, 0)
+	if g == nil || l.MaybeStartTransactionVerification(1, 0, 0) != g {
 		t.Fatal("no guard, or a different one for the same producer")
 	}
-	if other := l.MaybeStartTransactionVerification(2, 0); other == nil || other == g {
+	if other := l.MaybeStartTransactionVerification(2, 0, 0); other == nil || other == g {
 		t.Fatal("producers share a guard")
 	}
-	if _, err := l.AppendAsLeaderOpts(txnBatch(t, 1, 0, 0, keysN("a", 1), ts, true), 0, req(l.MaybeStartTransactionVerification(2, 0))); !errors.Is(err, ErrInvalidTxnState) {
+	if _, err := l.AppendAsLeaderOpts(txnBatch(t, 1, 0, 0, keysN("a", 1), ts, true), 0, req(l.MaybeStartTransactionVerification(2, 0, 0))); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("another producer's guard: %v", err)
 	}
 	if _, err := l.AppendAsLeaderOpts(txnBatch(t, 1, 0, 0, keysN("a", 1), ts, true), 0, req(g)); err != nil {
 		t.Fatal(err)
 	}
 	// Open now: no verification needed, the next batch goes without a guard.
-	if l.MaybeStartTransactionVerification(1, 0) != nil {
+	if l.MaybeStartTransactionVerification(1, 0, 0) != nil {
 		t.Fatal("guard for a producer with an open transaction")
 	}
 	if _, err := l.AppendAsLeaderOpts(txnBatch(t, 1, 0, 1, keysN("b", 1), ts, true), 0, req(nil)); err != nil {
@@ -258,7 +259,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 		t.Fatalf("stale guard: %v", err)
 	}
 	// A marker between verification and append spends the new guard too (the ABA case).
-	g2 := l.MaybeStartTransactionVerification(1, 0)
+	g2 := l.MaybeStartTransactionVerification(1, 2, 0)
 	if g2 == nil || g2 == g {
 		t.Fatal("no fresh guard")
 	}
@@ -266,7 +267,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 	if _, err := l.AppendAsLeaderOpts(txnBatch(t, 1, 0, 2, keysN("c", 1), ts, true), 0, req(g2)); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("guard spent by a marker: %v", err)
 	}
-	g3 := l.MaybeStartTransactionVerification(1, 0)
+	g3 := l.MaybeStartTransactionVerification(1, 2, 0)
 	if _, err := l.AppendAsLeaderOpts(txnBatch(t, 1, 0, 2, keysN("c", 1), ts, true), 0, req(g3)); err != nil {
 		t.Fatal(err)
 	}
@@ -281,11 +282,78 @@ func TestTxnVerificationGuard(t *testing.T) {
 		}
 	}
 	// Verification state expires with producer.id.expiration.ms.
-	g5 := l.MaybeStartTransactionVerification(5, 0)
+	g5 := l.MaybeStartTransactionVerification(5, 0, 0)
 	clock.Add(25 * time.Hour)
 	l.RemoveExpiredProducers()
-	if g6 := l.MaybeStartTransactionVerification(5, 0); g6 == g5 {
+	if g6 := l.MaybeStartTransactionVerification(5, 0, 0); g6 == g5 {
 		t.Fatal("verification state did not expire")
+	}
+}
+
+// The verification state keeps the lowest base sequence it was started with at the
+// producer's newest epoch (VerificationStateEntry.maybeUpdateLowestSequenceAndEpoch); a
+// client batch above it fails with OUT_OF_ORDER_SEQUENCE until the producer's first
+// transactional append spends the state (ProducerAppendInfo.checkSequence), guard or not.
+func TestTxnVerificationLowestSequence(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "txn-0")
+	clock := newStepClock(1_700_000_000_000)
+	l := openTestLog(t, dir, testLogOpts{clock: clock})
+	defer l.Close()
+	ts := clock.Now().UnixMilli()
+	req := func(g *VerificationGuard) AppendOptions {
+		return AppendOptions{Origin: OriginClient, Guard: g, RequireVerification: true}
+	}
+	appendSeq := func(pid int64, epoch int16, seq int32, g *VerificationGuard) error {
+		t.Helper()
+		_, err := l.AppendAsLeaderOpts(txnBatch(t, pid, epoch, seq, keysN("k", 1), ts, true), 0, req(g))
+		return err
+	}
+
+	// Batch 0 started a verification that failed retriably; batch 5 of the same epoch,
+	// verified meanwhile, must not open the transaction ahead of it.
+	g := l.MaybeStartTransactionVerification(1, 0, 0)
+	if l.MaybeStartTransactionVerification(1, 5, 0) != g {
+		t.Fatal("a second verification of the producer got another guard")
+	}
+	if err := appendSeq(1, 0, 5, g); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence above the lowest verified one: %v", err)
+	}
+	if err := appendSeq(1, 0, 0, g); err != nil {
+		t.Fatal(err)
+	}
+	// The first transactional append spent the state: sequences follow the usual rules.
+	if err := appendSeq(1, 0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// A lower sequence at the same epoch lowers the bound; a higher one does not raise it.
+	g = l.MaybeStartTransactionVerification(2, 4, 0)
+	l.MaybeStartTransactionVerification(2, 2, 0)
+	l.MaybeStartTransactionVerification(2, 3, 0)
+	if err := appendSeq(2, 0, 3, g); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence 3 above the lowest (2): %v", err)
+	}
+	if err := appendSeq(2, 0, 2, g); err != nil {
+		t.Fatal(err)
+	}
+
+	// A bumped epoch resets the bound to its sequence; an older epoch leaves it.
+	g = l.MaybeStartTransactionVerification(3, 0, 0)
+	l.MaybeStartTransactionVerification(3, 7, 1)
+	l.MaybeStartTransactionVerification(3, 1, 0)
+	if err := appendSeq(3, 1, 8, g); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence 8 above the new epoch's lowest (7): %v", err)
+	}
+	if err := appendSeq(3, 1, 7, g); err != nil {
+		t.Fatalf("the new epoch's lowest sequence: %v", err)
+	}
+
+	// Coordinators' batches are not sequence-checked: the group coordinator verifies with
+	// NO_SEQUENCE and appends with base sequence 0.
+	g = l.MaybeStartTransactionVerification(4, -1, 0)
+	if _, err := l.AppendAsLeaderOpts(txnBatch(t, 4, 0, 0, keysN("o", 1), ts, true), 0,
+		AppendOptions{Origin: OriginCoordinator, Guard: g, RequireVerification: true}); err != nil {
+		t.Fatalf("coordinator batch: %v", err)
 	}
 }
 
@@ -785,5 +853,96 @@ func TestTxnIndexWriteFailureAndRecovery(t *testing.T) {
 	want := []AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 2, LastStableOffset: 3}}
 	if got := l2.CollectAbortedTransactions(0, 10); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after recovery: %+v", got)
+	}
+}
+
+// A read's AbortedTxnUpperBound is LocalLog.addAbortedTransactions' bound: the first
+// offset-index entry at or past the end of the returned bytes, else the next segment's base
+// offset, else the log end. The aborted transactions collected up to it are those that may
+// have data in the returned bytes, not every later one.
+func TestTxnReadAbortedUpperBound(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "txn-0")
+	clock := newStepClock(1_700_000_000_000)
+	l := openTestLog(t, dir, testLogOpts{clock: clock, cfg: map[string]string{"index.interval.bytes": "1"}})
+	defer l.Close()
+	ts := clock.Now().UnixMilli()
+	first := txnBatch(t, 10, 0, 0, keysN("a", 2), ts, true)
+	mustAppend(t, l, first)                                          // 0-1, at position 0: no index entry
+	mustMarker(t, l, 10, 0, false, 0)                                // 2, indexed at the end of the first batch
+	mustAppend(t, l, txnBatch(t, 11, 0, 0, keysN("b", 1), ts, true)) // 3
+	mustMarker(t, l, 11, 0, false, 0)                                // 4
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, txnBatch(t, 12, 0, 0, keysN("c", 1), ts, true)) // 5
+	mustMarker(t, l, 12, 0, false, 0)                                // 6
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, txnBatch(t, 13, 0, 0, keysN("d", 1), ts, false)) // 7, plain
+	l.UpdateHighWatermark(l.LogEndOffset())
+	if lso := l.LastStableOffset(); lso != 8 {
+		t.Fatalf("LSO %d, want 8", lso)
+	}
+	pids := func(txns []AbortedTxn) []int64 {
+		var out []int64
+		for _, a := range txns {
+			out = append(out, a.ProducerID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		offset    int64
+		maxBytes  int32
+		wantBound int64
+		wantPIDs  []int64
+	}{
+		{"first batch only: the index entry past it", 0, int32(len(first)), 2, []int64{10}},
+		{"whole first segment: the next segment's base", 0, 1 << 20, 5, []int64{10, 11}},
+		{"second segment: the next segment's base", 5, 1 << 20, 7, []int64{12}},
+		{"active segment: the log end", 7, 1 << 20, 8, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ri, err := l.Read(tc.offset, tc.maxBytes, l.LastStableOffset(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ri.Size == 0 || ri.AbortedTxnUpperBound != tc.wantBound {
+				t.Fatalf("read %d bytes, aborted upper bound %d, want %d", ri.Size, ri.AbortedTxnUpperBound, tc.wantBound)
+			}
+			if got := pids(l.CollectAbortedTransactions(tc.offset, ri.AbortedTxnUpperBound)); !slices.Equal(got, tc.wantPIDs) {
+				t.Fatalf("aborted producers %v, want %v", got, tc.wantPIDs)
+			}
+		})
+	}
+	if ri, err := l.Read(8, 1<<20, 8, true); err != nil || ri.Size != 0 || ri.AbortedTxnUpperBound != -1 {
+		t.Fatalf("empty read: %+v %v", ri, err)
+	}
+}
+
+// OffsetIndex.FetchUpperBoundOffset is the smallest entry whose position is at or past the
+// target (AbstractIndex.smallestUpperBoundSlotFor by position).
+func TestOffsetIndexFetchUpperBound(t *testing.T) {
+	oi, err := openOffsetIndex(OSFS{}, filepath.Join(t.TempDir(), "00000000000000000100.index"), 100, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oi.close()
+	if _, ok := oi.FetchUpperBoundOffset(0); ok {
+		t.Fatal("an empty index has an upper bound")
+	}
+	for i := int64(0); i < 10; i++ {
+		if err := oi.Append(102+i*3, 50+i*100); err != nil { // (102, 50), (105, 150), ... (129, 950)
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		pos, off int64
+		ok       bool
+	}{{0, 102, true}, {50, 102, true}, {51, 105, true}, {150, 105, true}, {949, 129, true}, {950, 129, true}, {951, 0, false}} {
+		if off, ok := oi.FetchUpperBoundOffset(c.pos); off != c.off || ok != c.ok {
+			t.Errorf("upper bound for position %d = (%d, %t), want (%d, %t)", c.pos, off, ok, c.off, c.ok)
+		}
 	}
 }
