@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,39 +75,102 @@ func fuzzSeeds() [][]byte {
 	return seeds
 }
 
-// TestWriteFuzzSeeds writes the committed corpus; it does nothing unless asked.
+// TestWriteFuzzSeeds writes the committed corpora of FuzzRequestDecode and
+// FuzzRequestHandle; it does nothing unless asked. SAMSA_WRITE_FUZZ_SEEDS=1 writes every
+// key's seeds; a comma-separated list of API keys (SAMSA_WRITE_FUZZ_SEEDS=24,25) writes
+// only those keys'.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("SAMSA_WRITE_FUZZ_SEEDS") == "" {
-		t.Log("set SAMSA_WRITE_FUZZ_SEEDS=1 to rewrite testdata/fuzz/FuzzRequestDecode")
+	which := os.Getenv("SAMSA_WRITE_FUZZ_SEEDS")
+	if which == "" {
+		t.Log("set SAMSA_WRITE_FUZZ_SEEDS=1 (or a list of API keys) to rewrite testdata/fuzz/FuzzRequest{Decode,Handle}")
 		return
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzRequestDecode")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	var only map[int16]bool
+	if which != "1" {
+		only = map[int16]bool{}
+		for _, k := range strings.Split(which, ",") {
+			n, err := strconv.ParseInt(strings.TrimSpace(k), 10, 16)
+			if err != nil {
+				t.Fatalf("SAMSA_WRITE_FUZZ_SEEDS: %v", err)
+			}
+			only[int16(n)] = true
+		}
+	}
+	dirs := []string{filepath.Join("testdata", "fuzz", "FuzzRequestDecode"), filepath.Join("testdata", "fuzz", "FuzzRequestHandle")}
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e := newDataEnv(t)
 	e.createTopic("rt", 2)
 	write := func(name string, body []byte) {
 		content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", body)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+		for _, dir := range dirs {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	for key, b := range requestBuilders {
+	keys := make([]int16, 0, len(requestBuilders))
+	for key := range requestBuilders {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
 		minV, maxV, ok := SupportedVersions(key)
-		if !ok {
+		if !ok || (only != nil && !only[key]) {
 			continue
 		}
 		for v := minV; v <= maxV; v++ {
-			req := b.build(e, v)
+			req := requestBuilders[key].build(e, v)
 			req.SetVersion(v)
 			frame := appendRequestFrame(nil, req, 1, "seed")
 			write(fmt.Sprintf("%s-v%d", kmsg.NameForKey(key), v), frame[4:])
+			if extra := txnSeedRequest(e, key, v); extra != nil {
+				extra.SetVersion(v)
+				frame := appendRequestFrame(nil, extra, 1, "seed")
+				write(fmt.Sprintf("%s-txn-v%d", kmsg.NameForKey(key), v), frame[4:])
+			}
 		}
 	}
-	for i, s := range fuzzSeeds()[len(fuzzSeeds())-5:] {
-		write(fmt.Sprintf("malformed-%d", i), s)
+	if only == nil {
+		for i, s := range fuzzSeeds()[len(fuzzSeeds())-5:] {
+			write(fmt.Sprintf("malformed-%d", i), s)
+		}
 	}
+}
+
+// txnSeedRequest is a second seed for the keys whose transactional form differs from the
+// builder's: FindCoordinator for a transactional id (key type 1) and InitProducerId with a
+// transactional id. nil for other keys.
+func txnSeedRequest(e *dataEnv, key, v int16) kmsg.Request {
+	switch key {
+	case 10:
+		if v < 1 {
+			return nil // key type arrived in v1
+		}
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType = 1
+		if v >= 4 {
+			req.CoordinatorKeys = []string{"txn-a", "txn-b"}
+		} else {
+			req.CoordinatorKey = "txn-a"
+		}
+		return req
+	case 22:
+		txnReady(e)
+		id := fmt.Sprintf("seed-init-%d", v)
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		if v >= 3 { // KIP-360: an existing producer bumping its epoch
+			pid, epoch := txnInit(e, id)
+			req.ProducerID, req.ProducerEpoch = pid, epoch
+		}
+		return req
+	}
+	return nil
 }
 
 // FuzzRequestHandle sends whatever decodes to the real handlers (a data env with a topic,
@@ -116,6 +182,10 @@ func FuzzRequestHandle(f *testing.F) {
 	}
 	e := newDataEnv(f)
 	e.createTopic("rt", 2)
+	// The coordinators are up, so the group and transaction keys reach their state
+	// machines rather than stopping at COORDINATOR_NOT_AVAILABLE.
+	groupsReady(e)
+	txnReady(e)
 	e.log.Logger.SetLevel(logrus.PanicLevel)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		h, req, err := parseRequest(body)

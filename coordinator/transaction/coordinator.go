@@ -173,6 +173,12 @@ func (c *TransactionCoordinator) HandleInitProducerID(ctx context.Context, trans
 	if e != nil {
 		return fail(e)
 	}
+	if len(transactionalID) > maxKeyStringLen {
+		// TransactionLogKey's int16 length cannot carry it: Kafka's serializer throws when
+		// the transition is appended (the client sees UNKNOWN_SERVER_ERROR). Refused here,
+		// before the id enters the cache with a pending transition.
+		return fail(kerr.UnknownServerError)
+	}
 	if cur == nil {
 		pid, err := c.pids.GenerateProducerID()
 		if err != nil {

@@ -42,6 +42,9 @@ const (
 	valueVersionMax     int16 = 1 // highest readable (flexible)
 )
 
+// maxKeyStringLen is the longest transactional id a key can carry (int16 string length).
+const maxKeyStringLen = 0x7fff
+
 // keyToBytes is TransactionLog.keyToBytes.
 func keyToBytes(transactionalID string) []byte {
 	b := make([]byte, 0, 4+len(transactionalID))

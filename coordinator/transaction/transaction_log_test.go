@@ -148,8 +148,33 @@ func FuzzReadTxnRecordValue(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := readTxnRecordValue("x", b)
-		if err == nil && m == nil {
+		if err != nil {
+			if !errors.Is(err, ErrMalformedRecord) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if m == nil {
 			t.Fatal("nil metadata without error for a non-nil value")
+		}
+		// What was read re-encodes (as v0, the version written) to a value that reads back the same.
+		parts := m.partitionsLocked()
+		if m.state == Empty && len(parts) != 0 {
+			t.Fatalf("Empty with partitions %v", parts)
+		}
+		enc, err := valueToBytes(TxnTransitMetadata{ProducerID: m.producerID, ProducerEpoch: m.producerEpoch, TxnTimeoutMs: m.txnTimeoutMs,
+			TxnState: m.state, TopicPartitions: parts, TxnStartTimestamp: m.txnStartTimestamp, TxnLastUpdateTimestamp: m.txnLastUpdateTimestamp})
+		if err != nil {
+			t.Fatalf("re-encode %s: %v", m, err)
+		}
+		m2, err := readTxnRecordValue("x", enc)
+		if err != nil {
+			t.Fatalf("re-read %x: %v", enc, err)
+		}
+		if m2.producerID != m.producerID || m2.producerEpoch != m.producerEpoch || m2.txnTimeoutMs != m.txnTimeoutMs || m2.state != m.state ||
+			m2.txnStartTimestamp != m.txnStartTimestamp || m2.txnLastUpdateTimestamp != m.txnLastUpdateTimestamp ||
+			formatPartitions(m2.partitionsLocked()) != formatPartitions(parts) {
+			t.Fatalf("round trip: %s became %s", m, m2)
 		}
 	})
 }
