@@ -227,7 +227,7 @@ func (m *TransactionMarkerChannelManager) currentFor(e txnIDAndMarkerEntry, log 
 	default:
 		return cur.txn
 	}
-	m.removeMarkersForTxnID(e.txnID)
+	m.removeMarkersForTxnID(e.txnID, e.marker.coordinatorEpoch)
 	return nil
 }
 
@@ -313,7 +313,7 @@ func (m *TransactionMarkerChannelManager) onResponse(broker int32, entries []txn
 		}
 		txn.mu.Unlock()
 		if abortSending {
-			m.removeMarkersForTxnID(e.txnID)
+			m.removeMarkersForTxnID(e.txnID, e.marker.coordinatorEpoch)
 			continue
 		}
 		if len(retry) > 0 {
@@ -384,15 +384,15 @@ func (m *TransactionMarkerChannelManager) dropDeletedPartitions(txnID string, co
 	switch {
 	case kerrCode != nil:
 		log.WithField("error", kerrCode.Message).Info("cannot fetch the transaction metadata; cancel sending markers")
-		m.removeMarkersForTxnID(txnID)
+		m.removeMarkersForTxnID(txnID, coordinatorEpoch)
 		return
 	case cur == nil:
 		log.Error("the coordinator owns the transaction partition but has no metadata for the id; cancel sending markers")
-		m.removeMarkersForTxnID(txnID)
+		m.removeMarkersForTxnID(txnID, coordinatorEpoch)
 		return
 	case cur.coordinatorEpoch != coordinatorEpoch:
 		log.WithField("cached_coordinator_epoch", cur.coordinatorEpoch).Info("coordinator epoch changed since preparing markers; cancel sending them")
-		m.removeMarkersForTxnID(txnID)
+		m.removeMarkersForTxnID(txnID, coordinatorEpoch)
 		return
 	}
 	log.WithField("partitions", formatPartitions(deleted)).Info("no leader for partitions of a transaction: they are likely deleted, skipping their markers")
@@ -503,11 +503,18 @@ func (m *TransactionMarkerChannelManager) removeMarkersForTxnTopicPartition(txnP
 	}
 }
 
-// removeMarkersForTxnID forgets the transaction's pending completion; queued markers of it
-// are still sent but their answers no longer complete anything.
-func (m *TransactionMarkerChannelManager) removeMarkersForTxnID(txnID string) {
+// removeMarkersForTxnID forgets the transaction's pending completion made at coordinatorEpoch;
+// queued markers of it are still sent but their answers no longer complete anything. A
+// pending completion of another coordinator epoch stays: when this broker is elected again
+// for the partition (a leader epoch bump without a leader change), the load resumes the
+// transaction at the new epoch while answers of the old epoch's markers still arrive, and
+// those must not cancel the new completion (Kafka removes only the very PendingCompleteTxn
+// it was given: transactionsWithPendingMarkers.remove(transactionalId, pendingCompleteTxn)).
+func (m *TransactionMarkerChannelManager) removeMarkersForTxnID(txnID string, coordinatorEpoch int32) {
 	m.mu.Lock()
-	delete(m.pending, txnID)
+	if p := m.pending[txnID]; p != nil && p.coordinatorEpoch == coordinatorEpoch {
+		delete(m.pending, txnID)
+	}
 	m.mu.Unlock()
 }
 
