@@ -44,6 +44,9 @@ type workload struct {
 	needsRep bool   // needs follower replication (acks=all with RF=3)
 	consumes string // for consume rows: the produce row whose topic it reads
 	codec    string // kgo producer compression: "" (none) or "snappy"
+	txnSize  int64  // produce-kgo-txn: records per transaction
+	// readCommitted: a consume row reads with isolation level read_committed.
+	readCommitted bool
 }
 
 type options struct {
@@ -53,6 +56,7 @@ type options struct {
 	e2eDur        time.Duration
 	rf3           bool
 	replication   bool
+	txn           bool
 	only          *regexp.Regexp
 	samsaBin      string
 	kfakeBin      string
@@ -72,6 +76,7 @@ func main() {
 	flag.DurationVar(&o.e2eDur, "e2e-duration", 3*time.Second, "length of the end-to-end latency workload")
 	flag.BoolVar(&o.rf3, "rf3", true, "also run a 3-broker samsa cluster with replication factor 3")
 	flag.BoolVar(&o.replication, "replication", false, "run RF=3 acks=all rows (needs follower fetching in samsa)")
+	flag.BoolVar(&o.txn, "txn", true, "also run the transaction rows: idempotent against transactional produce (1,000 and 10,000 records per transaction), read_uncommitted against read_committed consume")
 	flag.StringVar(&only, "only", "", "regexp: run only workloads whose name matches")
 	flag.StringVar(&o.samsaBin, "samsa", "", "samsa binary (default: go build ./cmd/samsa)")
 	flag.StringVar(&o.kfakeBin, "kfakeserver", "", "kfakeserver binary (default: go build ./bench/kfakeserver)")
@@ -140,6 +145,9 @@ func workloads(o options) []workload {
 		}
 		ws = append(ws, workload{name: fmt.Sprintf("RF3 e2e kgo 100B 1p acks=all @%d/s", o.e2eRate), kind: "e2e", size: 100, parts: 1,
 			allAcks: true, records: int64(o.e2eRate) * int64(o.e2eDur/time.Second), rf3: true, needsRep: true})
+	}
+	if o.txn {
+		ws = append(ws, txnWorkloads(o)...)
 	}
 	if o.only != nil {
 		var keep []workload
@@ -316,7 +324,7 @@ func runTarget(ctx context.Context, o options, dir string, zk *zktest.Server, tn
 			return err
 		}
 		topic := topics[w.consumes]
-		if w.kind != "consume-kgo" {
+		if !strings.HasPrefix(w.kind, "consume-") {
 			topic = fmt.Sprintf("bench-r%d-%d-%s", round, i, strings.NewReplacer(" ", "-", "=", "", "@", "", "/", "").Replace(w.name))
 			if err := createTopic(ctx, t.bootstrap, topic, w.parts, rf); err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
@@ -345,7 +353,11 @@ func runTarget(ctx context.Context, o options, dir string, zk *zktest.Server, tn
 		case "produce-sarama":
 			r, err = produceSarama(ctx, t.bootstrap, topic, w.records, w.size, w.allAcks)
 		case "consume-kgo":
-			r, err = consumeKgo(ctx, t.bootstrap, topic, w.parts, w.records)
+			r, err = consumeKgoIsolation(ctx, t.bootstrap, topic, w.parts, w.records, w.readCommitted)
+		case "produce-kgo-idem":
+			r, err = produceKgoIdempotent(ctx, t.bootstrap, topic, w.records, w.size)
+		case "produce-kgo-txn":
+			r, err = produceKgoTxn(ctx, t.bootstrap, topic, w.records, w.size, w.txnSize, fmt.Sprintf("bench-%s-r%d-%d", tname, round, i))
 		case "e2e":
 			r, err = endToEnd(ctx, t.bootstrap, topic, o.e2eRate, o.e2eDur, w.allAcks)
 		}
@@ -495,6 +507,7 @@ func renderTable(o options, ws []workload, res results, baselines []map[string]r
 				f(s.recs, 0), f(s.mb, 1), f(s.cpu, 2), lat50, lat99, ratioR, ratioC)
 		}
 	}
+	b.WriteString(renderTxnRatios(ws, res))
 	b.WriteString("\n| baseline | MB/s median (best) |\n|---|---:|\n")
 	var names []string
 	for n := range baselines[0] {

@@ -132,6 +132,11 @@ func startSamsa(ctx context.Context, bin, dir, name, zkConnect string, n int) (*
 		t.debug = append(t.debug, debug)
 		cfg := fmt.Sprintf("broker.id: %d\nlisteners: PLAINTEXT://127.0.0.1:%d\nlog.dirs: %s\nzookeeper.connect: %s\nsamsa.log.level: warn\nsamsa.debug.listener: %s\n",
 			id, port, filepath.Join(bdir, "data"), zkConnect, debug)
+		if n == 1 {
+			// __transaction_state as a one-broker Kafka needs it (the default factor of 3
+			// would keep transactions waiting for brokers that never come).
+			cfg += "transaction.state.log.replication.factor: 1\ntransaction.state.log.min.isr: 1\n"
+		}
 		cfgPath := filepath.Join(bdir, "server.yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			t.stop()

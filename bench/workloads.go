@@ -175,13 +175,23 @@ func produceSarama(ctx context.Context, seeds []string, topic string, n int64, s
 // consumeKgo reads n records from every partition of topic, from the start, with a kgo
 // direct (groupless) consumer and Java's fetch.max.wait.ms.
 func consumeKgo(ctx context.Context, seeds []string, topic string, partitions int32, n int64) (result, error) {
+	return consumeKgoIsolation(ctx, seeds, topic, partitions, n, false)
+}
+
+// consumeKgoIsolation is consumeKgo at isolation level read_committed when readCommitted
+// (the fetches stop at the last stable offset and carry the aborted transactions).
+func consumeKgoIsolation(ctx context.Context, seeds []string, topic string, partitions int32, n int64, readCommitted bool) (result, error) {
 	offs := map[int32]kgo.Offset{}
 	for p := int32(0); p < partitions; p++ {
 		offs[p] = kgo.NewOffset().AtStart()
 	}
+	iso := kgo.ReadUncommitted()
+	if readCommitted {
+		iso = kgo.ReadCommitted()
+	}
 	stats := new(fetchStats)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
-		kgo.FetchMaxWait(500*time.Millisecond), kgo.WithHooks(stats))
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.FetchIsolationLevel(iso), kgo.WithHooks(stats))
 	if err != nil {
 		return result{}, err
 	}
