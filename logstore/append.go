@@ -164,7 +164,9 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool, opts Append
 			if err := ps.validate(b, opts.Origin); err != nil {
 				return AppendInfo{}, err
 			}
-			ps.update(b)
+			if err := ps.update(b); err != nil {
+				return AppendInfo{}, err
+			}
 		}
 	} else {
 		leo := l.logEndOffset.Load()
@@ -184,6 +186,17 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool, opts Append
 			return AppendInfo{}, fmt.Errorf("%w: first offset %d is below the log end offset %d", ErrUnexpectedAppendOffset, info.FirstOffset, leo)
 		}
 		data = records[:validBytes]
+		// Followers take the leader's producer state as is (AppendOrigin.REPLICATION), but
+		// as in UnifiedLog.append it is analyzed before the write: a control batch that is
+		// not a COMMIT/ABORT marker fails the whole append (ErrInvalidRecord) and nothing is
+		// written. The fetcher backs off and fetches the same offset again, as Kafka's
+		// AbstractFetcherThread does on InvalidRecordException: the partition does not
+		// advance past such a batch (skipping it could leave its transaction open).
+		for _, b := range batches {
+			if err := ps.update(b); err != nil {
+				return AppendInfo{}, err
+			}
+		}
 	}
 	if int64(len(data)) > cfg.SegmentBytes {
 		return AppendInfo{}, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordListTooLarge, len(data), cfg.SegmentBytes)
@@ -194,17 +207,6 @@ func (l *Log) append(records []byte, leaderEpoch int32, leader bool, opts Append
 	}
 	if err := l.appendLocked(data, &info, cfg, now); err != nil {
 		return AppendInfo{}, err
-	}
-	if !leader {
-		// Followers take the leader's producer state as is (AppendOrigin.REPLICATION).
-		for rest := data; len(rest) > 0; {
-			b, r, err := recordbatch.Next(rest)
-			if err != nil {
-				break
-			}
-			rest = r
-			ps.update(b)
-		}
 	}
 	if err := ps.commit(info.LastOffset+1, l.indexTxn); err != nil {
 		// The records are in (as in Kafka, whose LEO moves before the txn index write):

@@ -737,9 +737,10 @@ func (t *cleanedTxns) consumeUpTo(offset int64) {
 // onControlBatchRead reports whether the marker may be discarded.
 func (t *cleanedTxns) onControlBatchRead(b recordbatch.Batch) bool {
 	t.consumeUpTo(b.LastOffset())
-	m, ok := parseEndTxnMarker(b)
-	if !ok {
-		// An empty control batch was cleaned already (or is not a marker we know).
+	m, ok, err := parseEndTxnMarker(b)
+	if err != nil || !ok {
+		// An empty control batch was cleaned already; one that is not a marker (appends and
+		// recovery refuse them, but an older log may hold one) is kept as it is.
 		return b.RecordCount() == 0
 	}
 	pid := b.ProducerID()

@@ -332,24 +332,29 @@ type batchUpdate struct {
 	timestamp     int64
 	control       bool
 	transactional bool
-	// For control batches: marker is false for an empty batch (cleaned) or one that is
-	// not a COMMIT/ABORT marker, which change nothing.
+	// For control batches: marker is false for an empty batch (cleaned), which changes
+	// nothing; any other control batch is a marker (updateOf refuses the rest).
 	marker           bool
 	abort            bool
 	coordinatorEpoch int32
 }
 
-// updateOf reads the producer fields of b; for a control batch b must be whole (its
-// record is the marker).
-func updateOf(b recordbatch.Batch) batchUpdate {
+// updateOf reads the producer fields of b; for a control batch b must be whole (its first
+// record is the marker) and a control batch that is not a marker is an error
+// (ErrInvalidRecord), as ProducerAppendInfo.append throws.
+func updateOf(b recordbatch.Batch) (batchUpdate, error) {
 	u := batchUpdate{pid: b.ProducerID(), epoch: b.ProducerEpoch(), lastSeq: lastSequence(b), baseOffset: b.BaseOffset(),
 		lastOffset: b.LastOffset(), timestamp: b.MaxTimestamp(), control: b.Control(), transactional: b.Transactional()}
 	if u.control {
-		if m, ok := parseEndTxnMarker(b); ok {
+		m, ok, err := parseEndTxnMarker(b)
+		if err != nil {
+			return batchUpdate{}, err
+		}
+		if ok {
 			u.marker, u.abort, u.coordinatorEpoch, u.timestamp = true, !m.commit, m.coordinatorEpoch, m.timestamp
 		}
 	}
-	return u
+	return u, nil
 }
 
 // apply is ProducerAppendInfo.appendDataBatch / appendEndTxnMarker on e. It returns the
@@ -395,32 +400,57 @@ const (
 	controlTypeCommit = 1
 )
 
-// parseEndTxnMarker reads the COMMIT/ABORT marker of a control batch: key int16 version,
-// int16 type; value int16 version, int32 coordinatorEpoch. ok is false for an empty batch,
-// another control type or a malformed record.
-func parseEndTxnMarker(b recordbatch.Batch) (endTxnMarker, bool) {
+// parseEndTxnMarker reads the COMMIT/ABORT marker of a control batch as
+// ProducerAppendInfo.append does: only the first record counts, decoded with
+// EndTransactionMarker.deserialize. Key: int16 version | int16 type; value: int16 version |
+// int32 coordinatorEpoch; later versions may append bytes. ok is false (and err nil) only
+// for an empty batch, a transaction the cleaner removed whole. Anything else that is not a
+// COMMIT or ABORT marker is an error wrapping ErrInvalidRecord: a key or value too short or
+// null, a negative key or value version, or another control type (Kafka throws
+// InvalidRecordException for the first ones and IllegalArgumentException for the type).
+func parseEndTxnMarker(b recordbatch.Batch) (m endTxnMarker, ok bool, err error) {
 	if b.RecordCount() == 0 {
-		return endTxnMarker{}, false
+		return endTxnMarker{}, false, nil
 	}
-	var m endTxnMarker
-	ok := false
-	err := b.ForEachRecord(false, func(r *recordbatch.Record) error {
-		if ok || len(r.Key) < 4 || len(r.Value) < 6 {
-			return nil
+	it, err := b.Iter()
+	if err != nil {
+		return endTxnMarker{}, false, fmt.Errorf("%w: control batch at offset %d: %v", ErrInvalidRecord, b.BaseOffset(), err)
+	}
+	var r recordbatch.Record
+	if !it.Next(&r, false) {
+		err := it.Err()
+		if err == nil {
+			err = errors.New("no record")
 		}
-		typ := int16(binary.BigEndian.Uint16(r.Key[2:]))
-		if typ != controlTypeAbort && typ != controlTypeCommit {
-			return nil
-		}
-		m = endTxnMarker{commit: typ == controlTypeCommit, coordinatorEpoch: int32(binary.BigEndian.Uint32(r.Value[2:])),
-			timestamp: b.BaseTimestamp() + r.TimestampDelta}
-		if b.LogAppendTime() {
-			m.timestamp = b.MaxTimestamp()
-		}
-		ok = true
-		return nil
-	})
-	return m, ok && err == nil
+		return endTxnMarker{}, false, fmt.Errorf("%w: control batch at offset %d: %v", ErrInvalidRecord, b.BaseOffset(), err)
+	}
+	fail := func(format string, args ...any) (endTxnMarker, bool, error) {
+		return endTxnMarker{}, false, fmt.Errorf("%w: control batch at offset %d: %s", ErrInvalidRecord, b.BaseOffset(), fmt.Sprintf(format, args...))
+	}
+	// ControlRecordType.parseTypeId.
+	if len(r.Key) < 4 {
+		return fail("invalid control record key of %d bytes, at least 4 needed", len(r.Key))
+	}
+	if version := int16(binary.BigEndian.Uint16(r.Key)); version < 0 {
+		return fail("invalid version found for control record: %d", version)
+	}
+	typ := int16(binary.BigEndian.Uint16(r.Key[2:]))
+	// EndTransactionMarker.deserializeValue.
+	if typ != controlTypeAbort && typ != controlTypeCommit {
+		return fail("invalid control record type for end transaction marker: %d", typ)
+	}
+	if len(r.Value) < 6 {
+		return fail("invalid value size found for end transaction marker: %d bytes, at least 6 needed", len(r.Value))
+	}
+	if version := int16(binary.BigEndian.Uint16(r.Value)); version < 0 {
+		return fail("invalid version found for end transaction marker: %d", version)
+	}
+	m = endTxnMarker{commit: typ == controlTypeCommit, coordinatorEpoch: int32(binary.BigEndian.Uint32(r.Value[2:])),
+		timestamp: b.BaseTimestamp() + r.TimestampDelta}
+	if b.LogAppendTime() {
+		m.timestamp = b.MaxTimestamp()
+	}
+	return m, true, nil
 }
 
 // endTxnMarkerBatch builds the control batch of a COMMIT or ABORT marker
@@ -525,7 +555,11 @@ func (pa *producerAppend) validate(b recordbatch.Batch, origin AppendOrigin) err
 			ErrInvalidProducerEpoch, pid, appendEpoch, epoch)
 	}
 	if b.Control() {
-		if m, ok := parseEndTxnMarker(b); ok && m.coordinatorEpoch < coordEpoch {
+		m, ok, err := parseEndTxnMarker(b)
+		if err != nil {
+			return err
+		}
+		if ok && m.coordinatorEpoch < coordEpoch {
 			return fmt.Errorf("%w: invalid coordinator epoch for producer %d: %d (zombie), %d (current)",
 				ErrTransactionCoordinatorFenced, pid, m.coordinatorEpoch, coordEpoch)
 		}
@@ -554,14 +588,18 @@ func (pa *producerAppend) validate(b recordbatch.Batch, origin AppendOrigin) err
 	return nil
 }
 
-// update records a batch (after validate for leaders; unchecked for followers and recovery),
-// as ProducerAppendInfo.append.
-func (pa *producerAppend) update(b recordbatch.Batch) {
+// update records a batch (after validate for leaders; followers and recovery check only
+// that a control batch is a marker), as ProducerAppendInfo.append. On error nothing of b
+// is recorded.
+func (pa *producerAppend) update(b recordbatch.Batch) error {
 	pid := b.ProducerID()
 	if pid < 0 {
-		return
+		return nil
 	}
-	u := updateOf(b)
+	u, err := updateOf(b)
+	if err != nil {
+		return err
+	}
 	if !u.control {
 		e, ok := pa.updated[pid]
 		if !ok && pa.hasOne && pa.one.pid == pid {
@@ -577,9 +615,10 @@ func (pa *producerAppend) update(b recordbatch.Batch) {
 	}
 	if pa.updated == nil && !pa.hasOne {
 		pa.one, pa.hasOne = u, true
-		return
+		return nil
 	}
 	pa.record(u, pa.pending(pid))
+	return nil
 }
 
 // record applies u to the pending entry e and notes the transaction event.
@@ -952,7 +991,11 @@ func (l *Log) replayProducerState(from, to int64) error {
 					}
 					b = whole
 				}
-				pa.update(b)
+				if err := pa.update(b); err != nil {
+					// loadProducersFromRecords throws here and the log does not load; recovery
+					// cuts such a batch off unflushed segments, so this is a flushed one.
+					return fmt.Errorf("replay producer state of segment %d at position %d: %w", s.baseOffset, pos, err)
+				}
 			}
 			pos += size
 		}

@@ -395,6 +395,19 @@ func (l *Log) recoverSegment(s *Segment, cfg *LogConfig, active bool) (int64, er
 		if err == nil {
 			err = checkRecoveredBatch(s, b, nextOffset)
 		}
+		abortMarker := false
+		if err == nil && b.Control() && b.ProducerID() >= 0 {
+			// A control batch of a producer must be a COMMIT or ABORT marker
+			// (ProducerAppendInfo.append throws InvalidRecordException otherwise). Kafka's
+			// LogSegment.recover keeps that batch and cuts after it, then fails the load when
+			// producer state is rebuilt over it; here it is cut with everything after it, so
+			// the log loads, with the transaction it meant to end still open as the log
+			// before it left it (a follower gets the leader's marker again by fetching).
+			var m endTxnMarker
+			var ok bool
+			m, ok, err = parseEndTxnMarker(b)
+			abortMarker = ok && !m.commit
+		}
 		if err != nil {
 			reason = err
 			break
@@ -418,10 +431,8 @@ func (l *Log) recoverSegment(s *Segment, cfg *LogConfig, active bool) (int64, er
 				}
 			}
 		}
-		if b.Control() && b.ProducerID() >= 0 {
-			if m, ok := parseEndTxnMarker(b); ok && !m.commit {
-				s.recoveredAbortMarker = true
-			}
+		if abortMarker {
+			s.recoveredAbortMarker = true
 		}
 		nextOffset = b.NextOffset()
 		validBytes += int64(len(b))

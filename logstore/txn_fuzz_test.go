@@ -7,6 +7,7 @@ package logstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -220,12 +221,13 @@ func txnIndexSeeds(src txnFuzzLog) [][]byte {
 	}
 }
 
-// FuzzParseEndTxnMarker: a control batch with one record of any key and value reads as
-// Kafka's EndTransactionMarker when its key is at least 4 bytes of type ABORT (0) or
-// COMMIT (1) and its value at least 6 bytes, with the coordinator epoch of value[2:6];
-// anything else is no marker. kafka-dump-log's rendering agrees. Kafka throws
-// InvalidRecordException for a negative key or value version; here the version is not
-// looked at (see the report of this target's author).
+// FuzzParseEndTxnMarker: a control batch reads as Kafka's EndTransactionMarker from its
+// first record only (ProducerAppendInfo.append), when that record's key is at least 4 bytes
+// with a version >= 0 and type ABORT (0) or COMMIT (1), and its value at least 6 bytes with
+// a version >= 0; the coordinator epoch is value[2:6]. Anything else is ErrInvalidRecord
+// (Kafka's InvalidRecordException, or IllegalArgumentException for another control type),
+// never "no marker". A second record never changes the outcome. kafka-dump-log's rendering
+// agrees with the type.
 func FuzzParseEndTxnMarker(f *testing.F) {
 	for _, s := range markerSeeds() {
 		f.Add(s.key, s.value, s.logAppendTime)
@@ -247,14 +249,43 @@ func FuzzParseEndTxnMarker(f *testing.F) {
 			t.Fatal(err)
 		}
 		b := recordbatch.Batch(raw)
-		m, ok := parseEndTxnMarker(b)
+		m, ok, perr := parseEndTxnMarker(b)
+		// EndTransactionMarker.deserialize: key of at least 4 bytes with a version >= 0 and
+		// type ABORT (0) or COMMIT (1); value of at least 6 bytes with a version >= 0.
+		// Everything else is refused, never read as "no marker".
 		typ := int16(-1)
+		wantOK := len(key) >= 4 && len(value) >= 6
 		if len(key) >= 4 {
 			typ = int16(binary.BigEndian.Uint16(key[2:]))
+			wantOK = wantOK && int16(binary.BigEndian.Uint16(key)) >= 0 && (typ == 0 || typ == 1)
 		}
-		wantOK := (typ == 0 || typ == 1) && len(value) >= 6
+		if len(value) >= 2 {
+			wantOK = wantOK && int16(binary.BigEndian.Uint16(value)) >= 0
+		}
 		if ok != wantOK {
-			t.Fatalf("key %x value %x: ok %t, want %t", key, value, ok, wantOK)
+			t.Fatalf("key %x value %x: ok %t (%v), want %t", key, value, ok, perr, wantOK)
+		}
+		if ok == (perr != nil) {
+			t.Fatalf("key %x value %x: ok %t with error %v", key, value, ok, perr)
+		}
+		if perr != nil && !errors.Is(perr, ErrInvalidRecord) {
+			t.Fatalf("key %x value %x: error %v is not ErrInvalidRecord", key, value, perr)
+		}
+		// Only the first record counts (ProducerAppendInfo.append reads one): a well-formed
+		// COMMIT after it changes nothing, and a broken record after a marker is not read.
+		second := recordbatch.Record{OffsetDelta: 1, Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 0, 0, 99}}
+		if ok {
+			second = recordbatch.Record{OffsetDelta: 1, Key: []byte{0xff, 0xff}}
+		}
+		h2 := h
+		h2.LastOffsetDelta = 1
+		raw2, err := recordbatch.Build(h2, []recordbatch.Record{{TimestampDelta: 3, Key: key, Value: value}, second}, recordbatch.None)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, ok2, perr2 := parseEndTxnMarker(recordbatch.Batch(raw2))
+		if ok2 != ok || m2 != m || (perr2 != nil) != (perr != nil) {
+			t.Fatalf("key %x value %x: with a second record %+v %t %v, alone %+v %t %v", key, value, m2, ok2, perr2, m, ok, perr)
 		}
 		var rendered string
 		if err := b.ForEachRecord(false, func(r *recordbatch.Record) error { rendered = controlRecordString(r); return nil }); err != nil {
@@ -279,9 +310,9 @@ func FuzzParseEndTxnMarker(f *testing.F) {
 			t.Fatalf("rendered %q, want %q", rendered, want)
 		}
 		// The builder's markers read back the same.
-		again, ok := parseEndTxnMarker(endTxnMarkerBatch(5, 1, m.commit, m.coordinatorEpoch, 42))
-		if !ok || again.commit != m.commit || again.coordinatorEpoch != m.coordinatorEpoch || again.timestamp != 42 {
-			t.Fatalf("endTxnMarkerBatch round trip: %+v %t", again, ok)
+		again, ok, err := parseEndTxnMarker(endTxnMarkerBatch(5, 1, m.commit, m.coordinatorEpoch, 42))
+		if err != nil || !ok || again.commit != m.commit || again.coordinatorEpoch != m.coordinatorEpoch || again.timestamp != 42 {
+			t.Fatalf("endTxnMarkerBatch round trip: %+v %t %v", again, ok, err)
 		}
 	})
 }

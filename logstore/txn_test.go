@@ -610,7 +610,7 @@ func batchesSummary(t testing.TB, l *Log) []string {
 			continue
 		}
 		if b.Control() {
-			m, _ := parseEndTxnMarker(b)
+			m, _, _ := parseEndTxnMarker(b)
 			name := "ABORT"
 			if m.commit {
 				name = "COMMIT"

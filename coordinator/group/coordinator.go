@@ -534,7 +534,7 @@ func (c *Coordinator) updateStaticMemberAndRebalance(g *Group, oldID, newID stri
 				assignment[mm.MemberID] = mm.Assignment
 			}
 			gen := g.generationID
-			c.storeGroup(g, assignment, func(err *kerr.Error) {
+			serr := c.storeGroup(g, assignment, func(err *kerr.Error) {
 				if err != nil {
 					log.WithField("error", err.Message).Warn("failed to persist the static member's new member id: reverting")
 					if g.members[newID] == m {
@@ -552,6 +552,13 @@ func (c *Coordinator) updateStaticMemberAndRebalance(g *Group, oldID, newID stri
 				}
 				cb(r)
 			})
+			if serr != nil {
+				// Kafka's serializer throws inside storeGroup: the JoinGroup fails with
+				// UNKNOWN_SERVER_ERROR (JoinGroupRequest.getErrorResponse) and, unlike an append
+				// error, nothing is reverted: the new member id stays in place.
+				log.WithError(serr).Debug("static member's group record cannot be serialized")
+				cb(JoinResult{Err: kerr.UnknownServerError, GenerationID: -1})
+			}
 		} else {
 			g.updateMember(m, req.Protocols, req.RebalanceTimeout, req.SessionTimeout, cb)
 			c.maybePrepareRebalance(g, "group's selected protocol will change because static member "+newID+" joined with a change of protocol")
@@ -656,11 +663,16 @@ func (c *Coordinator) onCompleteJoin(g *Group) {
 	g.initNextGeneration(c.now())
 	if g.is(Empty) {
 		log.WithField("generation", g.generationID).Info("group is now empty")
-		c.storeGroup(g, nil, func(err *kerr.Error) {
+		serr := c.storeGroup(g, nil, func(err *kerr.Error) {
 			if err != nil {
 				log.WithField("error", err.Message).Warn("failed to write the empty group's metadata")
 			}
 		})
+		if serr != nil {
+			// Kafka's serializer throws out of onCompleteJoin after the generation moved on;
+			// the empty group simply has no record of this generation.
+			log.WithError(serr).Warn("failed to write the empty group's metadata")
+		}
 		return
 	}
 	log.WithFields(logrus.Fields{"generation": g.generationID, "protocol": *g.protocolName, "members": len(g.members)}).
@@ -835,7 +847,7 @@ func (c *Coordinator) HandleSyncGroup(req SyncRequest, cb func(SyncResult)) {
 			}
 		}
 		gen := g.generationID
-		c.storeGroup(g, assignment, func(err *kerr.Error) {
+		serr := c.storeGroup(g, assignment, func(err *kerr.Error) {
 			// Another member may have joined meanwhile: act only if nothing moved.
 			if !g.is(CompletingRebalance) || gen != g.generationID {
 				return
@@ -854,6 +866,15 @@ func (c *Coordinator) HandleSyncGroup(req SyncRequest, cb func(SyncResult)) {
 			g.transitionTo(Stable, c.now())
 			c.logger.WithFields(logrus.Fields{"group": g.ID, "generation": gen}).Info("assignment received from leader; group is stable")
 		})
+		if serr != nil {
+			// Kafka's serializer throws inside storeGroup: the leader's SyncGroup fails with
+			// UNKNOWN_SERVER_ERROR and the group stays in CompletingRebalance (Kafka also
+			// leaves the leader's sync callback set, to be answered a second time by a later
+			// rebalance; here the leader is answered once).
+			c.logger.WithError(serr).WithField("group_bytes", len(g.ID)).Debug("group record cannot be serialized")
+			m.awaitingSync = nil
+			cb(SyncResult{Err: kerr.UnknownServerError})
+		}
 	case Stable:
 		delete(g.pendingSyncMembers, req.MemberID)
 		cb(SyncResult{ProtocolType: g.protocolType, ProtocolName: g.protocolName, Assignment: m.Assignment})

@@ -7,6 +7,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -58,9 +59,17 @@ func (c *Coordinator) appendBatchAsync(g *Group, appendFn func(ctx context.Conte
 }
 
 // storeGroup is GroupMetadataManager.storeGroup: the group record with assignment, acks=-1.
-func (c *Coordinator) storeGroup(g *Group, assignment map[string][]byte, done func(*kerr.Error)) {
-	value := GroupMetadataValue(g.groupMetadataValue(assignment))
-	c.appendAsync(g, []kv{{GroupMetadataKey(g.ID), value}}, func(_ int64, err *kerr.Error) {
+// A record that cannot be encoded (ErrFieldTooLong: a group id, member id, instance id or
+// protocol over 32767 bytes) is returned at once and done is never called: Kafka's
+// serializer throws there, before the append, and the request that got this far fails with
+// UNKNOWN_SERVER_ERROR, leaving the group as it was at that point.
+func (c *Coordinator) storeGroup(g *Group, assignment map[string][]byte, done func(*kerr.Error)) error {
+	key, keyErr := encodeGroupMetadataKey(g.ID)
+	value, valErr := encodeGroupMetadataValue(g.groupMetadataValue(assignment))
+	if err := errors.Join(keyErr, valErr); err != nil {
+		return err
+	}
+	c.appendAsync(g, []kv{{key, value}}, func(_ int64, err *kerr.Error) {
 		switch err {
 		case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
 			err = kerr.CoordinatorNotAvailable
@@ -71,6 +80,7 @@ func (c *Coordinator) storeGroup(g *Group, assignment map[string][]byte, done fu
 		}
 		done(err)
 	})
+	return nil
 }
 
 // CommitRequest holds OffsetCommit's parameters for one group.
@@ -185,9 +195,19 @@ func (c *Coordinator) storeOffsets(g *Group, offsets map[TopicPartition]OffsetAn
 			out[tp] = kerr.OffsetMetadataTooLarge
 			continue
 		}
+		key, keyErr := encodeOffsetCommitKey(g.ID, tp)
+		value, valErr := encodeOffsetCommitValue(om)
+		if err := errors.Join(keyErr, valErr); err != nil {
+			// GroupMetadataManager.generateOffsetRecords throws from the serializer before
+			// anything is pending; KafkaApis answers the whole request with the error response
+			// of the exception: UNKNOWN_SERVER_ERROR for every partition.
+			c.logger.WithError(err).WithField("group_bytes", len(g.ID)).Debug("offset commit record cannot be serialized")
+			cb(all(offsets, kerr.UnknownServerError))
+			return
+		}
 		valid = append(valid, tp)
 		filtered[tp] = om
-		recs = append(recs, kv{OffsetCommitKey(g.ID, tp), OffsetCommitValue(om)})
+		recs = append(recs, kv{key, value})
 	}
 	if len(valid) == 0 {
 		cb(out)
@@ -397,15 +417,20 @@ func (c *Coordinator) cleanupGroupMetadata(ctx context.Context, groups []*Group,
 		}
 		dead, gen := g.is(Dead), g.generationID
 		g.mu.Unlock()
+		// A key that cannot be encoded (a group id over 32767 bytes) has no record to delete:
+		// none could be written. Kafka's serializer throws out of the cleanup there, leaving
+		// the remaining groups for the next run; here the tombstone is skipped.
 		var recs []kv
 		for _, tp := range removed {
-			recs = append(recs, kv{OffsetCommitKey(g.ID, tp), nil})
+			if key, err := encodeOffsetCommitKey(g.ID, tp); err == nil {
+				recs = append(recs, kv{key, nil})
+			}
 		}
 		if dead {
 			c.removeGroupFromCache(g)
 			// Generation 0 means the group only stored offsets: it has no group record.
-			if gen > 0 {
-				recs = append(recs, kv{GroupMetadataKey(g.ID), nil})
+			if key, err := encodeGroupMetadataKey(g.ID); gen > 0 && err == nil {
+				recs = append(recs, kv{key, nil})
 			}
 		}
 		removedTotal += len(removed)

@@ -45,16 +45,47 @@ type OffsetAndMetadata struct {
 	ExpireTimestamp int64 // ms; -1: none (only OffsetCommit v2-v4 with a retention time set)
 }
 
-// OffsetCommitKey encodes an offset commit key (v1).
-func OffsetCommitKey(group string, tp TopicPartition) []byte {
-	k := kmsg.NewOffsetCommitKey()
-	k.Version, k.Group, k.Topic, k.Partition = 1, group, tp.Topic, tp.Partition
-	return k.AppendTo(nil)
+// maxStringLen is the longest string an int16 length prefix carries. Kafka's generated
+// serializers throw beyond it ("'group' field is too long to be serialized"); kmsg would
+// wrap the length instead and write a record whose key names another, truncated group.
+const maxStringLen = 0x7fff
+
+// ErrFieldTooLong is returned when a string of a record is longer than its int16 length
+// allows. The request that wanted the record written fails as Kafka's fails on the
+// serializer's RuntimeException: UNKNOWN_SERVER_ERROR, nothing appended.
+var ErrFieldTooLong = errors.New("group: field is too long to be serialized")
+
+func checkLen(field, s string) error {
+	if len(s) > maxStringLen {
+		return fmt.Errorf("%w: '%s' has %d bytes, at most %d fit", ErrFieldTooLong, field, len(s), maxStringLen)
+	}
+	return nil
 }
 
-// OffsetCommitValue encodes an offset commit value: v3, or v1 when an expire timestamp is
-// set (GroupMetadataManager.offsetCommitValue).
-func OffsetCommitValue(o OffsetAndMetadata) []byte {
+func checkNullableLen(field string, s *string) error {
+	if s == nil {
+		return nil
+	}
+	return checkLen(field, *s)
+}
+
+// encodeOffsetCommitKey encodes an offset commit key (v1), or ErrFieldTooLong.
+func encodeOffsetCommitKey(group string, tp TopicPartition) ([]byte, error) {
+	if err := errors.Join(checkLen("group", group), checkLen("topic", tp.Topic)); err != nil {
+		return nil, err
+	}
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, tp.Topic, tp.Partition
+	return k.AppendTo(nil), nil
+}
+
+// encodeOffsetCommitValue encodes an offset commit value: v3, or v1 when an expire
+// timestamp is set (GroupMetadataManager.offsetCommitValue); ErrFieldTooLong for metadata
+// over 32767 bytes (reachable only with offset.metadata.max.bytes raised that far).
+func encodeOffsetCommitValue(o OffsetAndMetadata) ([]byte, error) {
+	if err := checkLen("metadata", o.Metadata); err != nil {
+		return nil, err
+	}
 	v := kmsg.NewOffsetCommitValue()
 	v.Offset, v.Metadata, v.CommitTimestamp = o.Offset, o.Metadata, o.CommitTimestamp
 	if o.ExpireTimestamp >= 0 {
@@ -62,20 +93,66 @@ func OffsetCommitValue(o OffsetAndMetadata) []byte {
 	} else {
 		v.Version, v.LeaderEpoch = 3, o.LeaderEpoch
 	}
-	return v.AppendTo(nil)
+	return v.AppendTo(nil), nil
 }
 
-// GroupMetadataKey encodes a group metadata key (v2).
-func GroupMetadataKey(group string) []byte {
+// encodeGroupMetadataKey encodes a group metadata key (v2), or ErrFieldTooLong.
+func encodeGroupMetadataKey(group string) ([]byte, error) {
+	if err := checkLen("group", group); err != nil {
+		return nil, err
+	}
 	k := kmsg.NewGroupMetadataKey()
 	k.Version, k.Group = 2, group
-	return k.AppendTo(nil)
+	return k.AppendTo(nil), nil
 }
 
-// GroupMetadataValue encodes a group metadata value (v3).
-func GroupMetadataValue(v *kmsg.GroupMetadataValue) []byte {
+// encodeGroupMetadataValue encodes a group metadata value (v3), or ErrFieldTooLong. Its
+// strings come from clients: protocol type and name (compact from JoinGroup v6), group
+// instance ids (compact), member ids (the client id, up to 32767 bytes, plus "-" and a
+// UUID, so a member id can be too long even where the client id was not).
+func encodeGroupMetadataValue(v *kmsg.GroupMetadataValue) ([]byte, error) {
+	errs := []error{checkLen("protocolType", v.ProtocolType), checkNullableLen("protocol", v.Protocol),
+		checkNullableLen("leader", v.Leader)}
+	for _, m := range v.Members {
+		errs = append(errs, checkLen("memberId", m.MemberID), checkNullableLen("groupInstanceId", m.InstanceID),
+			checkLen("clientId", m.ClientID), checkLen("clientHost", m.ClientHost))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	v.Version = 3
-	return v.AppendTo(nil)
+	return v.AppendTo(nil), nil
+}
+
+// mustEncode is for the exported encoders: tools and tests that hand them strings that fit.
+func mustEncode(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// OffsetCommitKey encodes an offset commit key (v1); it panics on a group or topic over
+// 32767 bytes (the coordinator uses the checked encoder and fails the request instead).
+func OffsetCommitKey(group string, tp TopicPartition) []byte {
+	return mustEncode(encodeOffsetCommitKey(group, tp))
+}
+
+// OffsetCommitValue encodes an offset commit value (v3, or v1 with an expire timestamp); it
+// panics on metadata over 32767 bytes.
+func OffsetCommitValue(o OffsetAndMetadata) []byte {
+	return mustEncode(encodeOffsetCommitValue(o))
+}
+
+// GroupMetadataKey encodes a group metadata key (v2); it panics on a group over 32767 bytes.
+func GroupMetadataKey(group string) []byte {
+	return mustEncode(encodeGroupMetadataKey(group))
+}
+
+// GroupMetadataValue encodes a group metadata value (v3); it panics on a string over 32767
+// bytes.
+func GroupMetadataValue(v *kmsg.GroupMetadataValue) []byte {
+	return mustEncode(encodeGroupMetadataValue(v))
 }
 
 // DecodedRecord is one __consumer_offsets record: an offset commit or a group record; a nil
