@@ -33,7 +33,7 @@ func (a *APIs) groupCoordinator() *group.Coordinator {
 	a.services.mu.Lock()
 	defer a.services.mu.Unlock()
 	if a.services.groups == nil {
-		a.services.groups = group.New(a.groupConfig(), &offsetsLog{a: a})
+		a.services.groups = group.New(a.groupConfig(), newOffsetsLog(a))
 		a.services.groups.Start()
 	}
 	return a.services.groups
@@ -97,7 +97,11 @@ func (a *APIs) groupConfig() group.Config {
 }
 
 // offsetsLog implements group.Log over the ReplicaManager.
-type offsetsLog struct{ a *APIs }
+type offsetsLog struct{ internalTopicLog }
+
+func newOffsetsLog(a *APIs) *offsetsLog {
+	return &offsetsLog{internalTopicLog{a: a, topic: GroupMetadataTopicName}}
+}
 
 func offsetsTP(p int32) logstore.TopicPartition {
 	return logstore.TopicPartition{Topic: GroupMetadataTopicName, Partition: p}
@@ -111,17 +115,6 @@ func asKafka(err error) error {
 	return fmt.Errorf("%w: %w", kerr.ErrorForCode(ErrorCode(err)), err)
 }
 
-func (l *offsetsLog) LeaderEpoch(p int32) (int32, bool) {
-	if l.a.Replicas == nil {
-		return 0, false
-	}
-	part, err := l.a.Replicas.Partition(offsetsTP(p))
-	if err != nil || !part.IsLeader() || part.Log() == nil {
-		return 0, false
-	}
-	return part.LeaderEpoch(), true
-}
-
 // Append appends as the group coordinator (ReplicaManager.appendForGroup: origin
 // COORDINATOR, so no producer sequence checks).
 func (l *offsetsLog) Append(ctx context.Context, p int32, batch []byte, acksAll bool, timeout time.Duration) (int64, error) {
@@ -129,12 +122,7 @@ func (l *offsetsLog) Append(ctx context.Context, p int32, batch []byte, acksAll 
 	if acksAll {
 		acks = -1
 	}
-	res := l.a.Replicas.AppendRecordsWith(ctx, timeout, acks, []logstore.TopicPartition{offsetsTP(p)}, [][]byte{batch},
-		AppendParams{Origin: logstore.OriginCoordinator})
-	if res[0].Err != nil {
-		return -1, asKafka(res[0].Err)
-	}
-	return res[0].Info.FirstOffset, nil
+	return l.appendAs(ctx, p, batch, acks, timeout, AppendParams{Origin: logstore.OriginCoordinator})
 }
 
 // VerifyTransaction is GroupCoordinator.handleTxnCommitOffsets' call of
@@ -162,43 +150,7 @@ func (l *offsetsLog) AppendTransactional(ctx context.Context, p int32, batch []b
 	if g, ok := guard.(*logstore.VerificationGuard); ok {
 		params.Guard = g
 	}
-	res := l.a.Replicas.AppendRecordsWith(ctx, timeout, -1, []logstore.TopicPartition{offsetsTP(p)}, [][]byte{batch}, params)
-	if res[0].Err != nil {
-		return -1, asKafka(res[0].Err)
-	}
-	return res[0].Info.FirstOffset, nil
-}
-
-func (l *offsetsLog) leaderLog(p int32) (*logstore.Log, error) {
-	part, err := l.a.Replicas.LeaderPartition(offsetsTP(p))
-	if err != nil {
-		return nil, asKafka(err)
-	}
-	lg := part.Log()
-	if lg == nil {
-		return nil, asKafka(ErrNotLeaderOrFollower)
-	}
-	return lg, nil
-}
-
-func (l *offsetsLog) Offsets(p int32) (int64, int64, error) {
-	lg, err := l.leaderLog(p)
-	if err != nil {
-		return 0, 0, err
-	}
-	return lg.LogStartOffset(), lg.LogEndOffset(), nil
-}
-
-func (l *offsetsLog) Read(p int32, offset int64, maxBytes int32) ([]byte, error) {
-	lg, err := l.leaderLog(p)
-	if err != nil {
-		return nil, err
-	}
-	info, err := lg.Read(offset, maxBytes, lg.LogEndOffset(), true)
-	if err != nil {
-		return nil, asKafka(err)
-	}
-	return info.Bytes()
+	return l.appendAs(ctx, p, batch, -1, timeout, params)
 }
 
 // findGroupCoordinator is KafkaApis.getCoordinator for key type GROUP: the leader of the
@@ -228,7 +180,7 @@ func (a *APIs) findGroupCoordinator(ctx context.Context, rc *RequestContext, key
 	}
 	if pm.Leader == a.BrokerID {
 		// Make loading start now rather than on the member's first request.
-		if l := (&offsetsLog{a: a}); l != nil {
+		if l := newOffsetsLog(a); l != nil {
 			if epoch, leader := l.LeaderEpoch(p); leader {
 				c.OnElection(p, epoch)
 			}

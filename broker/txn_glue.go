@@ -43,7 +43,7 @@ func (a *APIs) txnCoordinator() *transaction.TransactionCoordinator {
 	defer a.services.mu.Unlock()
 	if a.services.txns == nil {
 		a.services.txnMarkers = newTxnMarkerSender(a)
-		a.services.txns = transaction.New(a.txnConfig(), &txnStateLog{a: a}, txnProducerIDs{a: a}, a.services.txnMarkers)
+		a.services.txns = transaction.New(a.txnConfig(), &txnStateLog{internalTopicLog{a: a, topic: TransactionStateTopicName}}, txnProducerIDs{a: a}, a.services.txnMarkers)
 		a.services.txns.Start()
 	}
 	return a.services.txns
@@ -139,71 +139,16 @@ func (p txnProducerIDs) GenerateProducerID() (int64, error) {
 // ---- transaction.Log over __transaction_state ----
 
 // txnStateLog implements transaction.Log over the ReplicaManager.
-type txnStateLog struct{ a *APIs }
+type txnStateLog struct{ internalTopicLog }
 
 func txnStateTP(p int32) logstore.TopicPartition {
 	return logstore.TopicPartition{Topic: TransactionStateTopicName, Partition: p}
 }
 
-func (l *txnStateLog) LeaderEpoch(p int32) (int32, bool) {
-	if l.a.Replicas == nil {
-		return 0, false
-	}
-	part, err := l.a.Replicas.Partition(txnStateTP(p))
-	if err != nil || !part.IsLeader() || part.Log() == nil {
-		return 0, false
-	}
-	return part.LeaderEpoch(), true
-}
-
 // Append is TransactionStateManager.appendTransactionToLog's replicaManager.appendRecords:
 // required acks -1, so a state transition is answered only once the ISR has it.
 func (l *txnStateLog) Append(ctx context.Context, p int32, batch []byte, timeout time.Duration) (int64, error) {
-	if l.a.Replicas == nil {
-		return -1, asKafka(ErrNotLeaderOrFollower)
-	}
-	res := l.a.Replicas.AppendRecords(ctx, timeout, -1, []logstore.TopicPartition{txnStateTP(p)}, [][]byte{batch})
-	if res[0].Err != nil {
-		return -1, asKafka(res[0].Err)
-	}
-	return res[0].Info.FirstOffset, nil
-}
-
-func (l *txnStateLog) leaderLog(p int32) (*logstore.Log, error) {
-	if l.a.Replicas == nil {
-		return nil, asKafka(ErrNotLeaderOrFollower)
-	}
-	part, err := l.a.Replicas.LeaderPartition(txnStateTP(p))
-	if err != nil {
-		return nil, asKafka(err)
-	}
-	lg := part.Log()
-	if lg == nil {
-		return nil, asKafka(ErrNotLeaderOrFollower)
-	}
-	return lg, nil
-}
-
-func (l *txnStateLog) Offsets(p int32) (int64, int64, error) {
-	lg, err := l.leaderLog(p)
-	if err != nil {
-		return 0, 0, err
-	}
-	return lg.LogStartOffset(), lg.LogEndOffset(), nil
-}
-
-// Read reads from offset up to the log end, as TransactionStateManager's loading reads with
-// FetchLogEnd isolation (the leader's own log, committed or not).
-func (l *txnStateLog) Read(p int32, offset int64, maxBytes int32) ([]byte, error) {
-	lg, err := l.leaderLog(p)
-	if err != nil {
-		return nil, err
-	}
-	info, err := lg.Read(offset, maxBytes, lg.LogEndOffset(), true)
-	if err != nil {
-		return nil, asKafka(err)
-	}
-	return info.Bytes()
+	return l.appendAs(ctx, p, batch, -1, timeout, AppendParams{Origin: logstore.OriginCoordinator})
 }
 
 // ---- MarkerSender over internal/kclient ----

@@ -681,10 +681,10 @@ func newTxnVerifyEnv(t *testing.T) *txnVerifyEnv {
 		req.LiveBrokers = append(req.LiveBrokers, lb)
 	}
 	ts := kmsg.NewUpdateMetadataRequestTopicState()
-	ts.Topic = transactionStateTopic
+	ts.Topic = TransactionStateTopicName
 	for p, leader := range []int32{2, 3} {
 		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
-		ps.Topic, ps.Partition, ps.Leader, ps.ISR, ps.Replicas = transactionStateTopic, int32(p), leader, []int32{leader}, []int32{leader}
+		ps.Topic, ps.Partition, ps.Leader, ps.ISR, ps.Replicas = TransactionStateTopicName, int32(p), leader, []int32{leader}, []int32{leader}
 		ts.PartitionStates = append(ts.PartitionStates, ps)
 	}
 	req.TopicStates = append(req.TopicStates, ts)

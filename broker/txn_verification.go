@@ -38,14 +38,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-kafka/samsa/coordinator/group"
+	"github.com/samsa-kafka/samsa/coordinator"
 	"github.com/samsa-kafka/samsa/internal/kclient"
 	"github.com/samsa-kafka/samsa/logstore"
 )
-
-// transactionStateTopic is Topic.TRANSACTION_STATE_TOPIC_NAME, where the verification looks
-// up a transactional id's coordinator.
-const transactionStateTopic = "__transaction_state"
 
 // txnVerifier verifies that partitions are part of a producer's ongoing transaction. The
 // result lists unverified partitions with their (already translated) error code; an empty
@@ -142,7 +138,7 @@ func (m *addPartitionsToTxnManager) coordinatorFor(transactionalID string) (int3
 	if n <= 0 {
 		return -1, "", false
 	}
-	pm, ok := m.metadata.Partition(logstore.TopicPartition{Topic: transactionStateTopic, Partition: group.PartitionFor(transactionalID, n)})
+	pm, ok := m.metadata.Partition(logstore.TopicPartition{Topic: TransactionStateTopicName, Partition: coordinator.PartitionFor(transactionalID, n)})
 	if !ok || pm.Leader < 0 {
 		return -1, "", false
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -85,25 +84,4 @@ func code(e *kerr.Error) int16 {
 		return 0
 	}
 	return e.Code
-}
-
-// javaStringHashCode is java.lang.String.hashCode over UTF-16 code units, wrapping at 32 bits.
-func javaStringHashCode(s string) int32 {
-	var h int32
-	for _, c := range utf16.Encode([]rune(s)) {
-		h = 31*h + int32(c)
-	}
-	return h
-}
-
-// partitionFor is Utils.abs(hashCode) % n, where abs maps Int.MinValue to 0 (the same
-// placement as consumer groups).
-func partitionFor(id string, n int32) int32 {
-	h := javaStringHashCode(id)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
 }

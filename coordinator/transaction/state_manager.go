@@ -15,6 +15,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-kafka/samsa/coordinator"
 )
 
 // maxTombstoneBatchBytes caps one batch of expiry tombstones (Kafka uses the partition's
@@ -67,7 +69,7 @@ func (s *TransactionStateManager) nowMs() int64 { return s.cfg.Clock().UnixMilli
 
 // partitionFor is Utils.abs(transactionalId.hashCode) % transaction.state.log.num.partitions.
 func (s *TransactionStateManager) partitionFor(transactionalID string) int32 {
-	return partitionFor(transactionalID, s.cfg.NumPartitions)
+	return coordinator.PartitionFor(transactionalID, s.cfg.NumPartitions)
 }
 
 // validateTransactionTimeoutMs: 0 < timeout <= transaction.max.timeout.ms.

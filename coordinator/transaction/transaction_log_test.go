@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/samsa-kafka/samsa/coordinator"
 )
 
 // unhex decodes hex with spaces and "|" separators (readable byte diagrams).
@@ -181,14 +183,14 @@ func FuzzReadTxnRecordValue(f *testing.F) {
 
 func TestPartitionFor(t *testing.T) {
 	// Java: "txn-1".hashCode() == 110_810_510 (31-polynomial over the chars); abs % 50.
-	if h := javaStringHashCode("txn-1"); h != 110810510 {
+	if h := coordinator.JavaStringHashCode("txn-1"); h != 110810510 {
 		t.Fatalf("hash %d", h)
 	}
-	if p := partitionFor("txn-1", 50); p != 110810510%50 {
+	if p := coordinator.PartitionFor("txn-1", 50); p != 110810510%50 {
 		t.Fatalf("partition %d", p)
 	}
 	// "polygenelubricants".hashCode() == Integer.MIN_VALUE, which Utils.abs maps to 0.
-	if p := partitionFor("polygenelubricants", 50); p != 0 {
+	if p := coordinator.PartitionFor("polygenelubricants", 50); p != 0 {
 		t.Fatalf("MIN_VALUE hash: partition %d", p)
 	}
 }
