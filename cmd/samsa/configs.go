@@ -31,7 +31,7 @@ func parseConfigsArgs(args []string, stderr io.Writer) (*configsOpts, *flag.Flag
 	o := &configsOpts{}
 	fs := newFlagSet("samsa configs", stderr)
 	fs.Var(&o.bootstrap, "bootstrap-server", "REQUIRED: The Kafka server to connect to.")
-	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (accepted; ignored).")
+	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning).")
 	fs.Var(&o.entityType, "entity-type", "Type of entity (topics/brokers)")
 	fs.Var(&o.entityName, "entity-name", "Name of entity (topic name/broker id)")
 	fs.BoolVar(&o.entityDefault, "entity-default", false, "Default entity name for brokers (applies to corresponding entity type in command line)")
@@ -111,6 +111,9 @@ func runConfigs(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	o, fs, err := parseConfigsArgs(args, stderr)
 	if err != nil {
 		return reportUsage(fs, stderr, err)
+	}
+	if !checkAdminClientProps("configs", "command-config", o.commandConfig, stderr) {
+		return 1
 	}
 	err = withAdminClient(o.bootstrap.v, "adminclient-1", 30*time.Second, func(ctx context.Context, cl *kgo.Client) error {
 		if o.alter {

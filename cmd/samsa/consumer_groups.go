@@ -28,6 +28,7 @@ type groupsOpts struct {
 	toOffset, shiftBy                                      optInt
 	toDatetime                                             optString
 	timeout                                                time.Duration
+	commandConfig                                          optString
 }
 
 func parseGroupsArgs(args []string, stderr io.Writer) (*groupsOpts, error) {
@@ -36,7 +37,7 @@ func parseGroupsArgs(args []string, stderr io.Writer) (*groupsOpts, error) {
 	var bootstrap, commandConfig optString
 	var timeoutMs optInt
 	fs.Var(&bootstrap, "bootstrap-server", "REQUIRED: The server(s) to connect to.")
-	fs.Var(&commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (accepted; ignored).")
+	fs.Var(&commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning).")
 	fs.BoolVar(&o.list, "list", false, "List all consumer groups.")
 	fs.BoolVar(&o.describe, "describe", false, "Describe consumer group and list offset lag (number of messages not yet processed) related to given group.")
 	fs.BoolVar(&o.del, "delete", false, "Pass in groups to delete topic partition offsets and ownership information over the entire consumer group.")
@@ -65,7 +66,7 @@ func parseGroupsArgs(args []string, stderr io.Writer) (*groupsOpts, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
-	o.bootstrap = bootstrap.v
+	o.bootstrap, o.commandConfig = bootstrap.v, commandConfig
 	if timeoutMs.set {
 		o.timeout = time.Duration(timeoutMs.v) * time.Millisecond
 	}
@@ -89,6 +90,9 @@ func runConsumerGroups(args []string, _ io.Reader, stdout, stderr io.Writer) int
 	o, err := parseGroupsArgs(args, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return 1
+	}
+	if !checkAdminClientProps("consumer-groups", "command-config", o.commandConfig, stderr) {
 		return 1
 	}
 	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, func(ctx context.Context, cl *kgo.Client) error {

@@ -44,7 +44,7 @@ func parseTopicsArgs(args []string, stderr io.Writer) (*topicsOpts, *flag.FlagSe
 	var configs multiFlag
 	var bootstrap optString
 	fs.Var(&bootstrap, "bootstrap-server", "REQUIRED: The Kafka server to connect to.")
-	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (accepted; samsa ignores client security settings).")
+	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning).")
 	fs.BoolVar(&o.list, "list", false, "List all available topics.")
 	fs.BoolVar(&o.create, "create", false, "Create a new topic.")
 	fs.BoolVar(&o.del, "delete", false, "Delete a topic")
@@ -404,6 +404,9 @@ func runTopics(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return reportUsage(fs, stderr, err)
+	}
+	if !checkAdminClientProps("topics", "command-config", o.commandConfig, stderr) {
+		return 1
 	}
 	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
 		adm := kadm.NewClient(cl)

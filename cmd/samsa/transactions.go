@@ -19,7 +19,8 @@ package main
 // partition's leader, as Admin.abortTransaction (KIP-664). Deviations: an unknown topic or
 // partition fails at once instead of being retried until the admin timeout, and a replica
 // named by --broker-id that does not host the partition is retried for a few seconds only.
-// --command-config is accepted and ignored.
+// --command-config is read: security settings samsa cannot honour are refused, the other
+// keys ignored with a warning (checkAdminClientProps).
 
 import (
 	"context"
@@ -53,6 +54,7 @@ type txnOpts struct {
 	startOffset, producerID, producerEpoch, coordEpoch optInt
 	maxTxnTimeoutMin                                   int64 // find-hanging --max-transaction-timeout (minutes)
 	timeout                                            time.Duration
+	commandConfig                                      optString
 }
 
 func parseTransactionsArgs(args []string, stderr io.Writer) (*txnOpts, *flag.FlagSet, error) {
@@ -60,7 +62,7 @@ func parseTransactionsArgs(args []string, stderr io.Writer) (*txnOpts, *flag.Fla
 	var bootstrap, commandConfig optString
 	addBase := func(fs *flag.FlagSet) {
 		fs.Var(&bootstrap, "bootstrap-server", "REQUIRED: hostname and port for the broker to connect to, in the form `host:port` (multiple comma-separated entries can be given)")
-		fs.Var(&commandConfig, "command-config", "property file containing configs to be passed to admin client (accepted; ignored)")
+		fs.Var(&commandConfig, "command-config", "property file containing configs to be passed to admin client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning)")
 	}
 	base := newFlagSet("samsa transactions", stderr)
 	addBase(base)
@@ -103,7 +105,7 @@ func parseTransactionsArgs(args []string, stderr io.Writer) (*txnOpts, *flag.Fla
 	if err := parseFlags(fs, rest[1:]); err != nil {
 		return nil, fs, err
 	}
-	o.bootstrap = bootstrap.v
+	o.bootstrap, o.commandConfig = bootstrap.v, commandConfig
 	if !bootstrap.set {
 		return nil, fs, usageErr("argument --bootstrap-server is required")
 	}
@@ -147,6 +149,9 @@ func runTransactions(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	o, fs, err := parseTransactionsArgs(args, stderr)
 	if err != nil {
 		return reportUsage(fs, stderr, err)
+	}
+	if !checkAdminClientProps("transactions", "command-config", o.commandConfig, stderr) {
+		return 1
 	}
 	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
 		t := &txnTool{cl: cl, adm: kadm.NewClient(cl), out: stdout, now: time.Now, retryBackoff: 100 * time.Millisecond}
