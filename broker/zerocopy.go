@@ -4,7 +4,8 @@ package broker
 // Kafka's FileRecords.writeTo does with FileChannel.transferTo: the framing (header,
 // topics, partition fields, each records length prefix) is encoded into a buffer, and each
 // partition's segment ranges go from the page cache to the socket with sendfile(2) at an
-// explicit file offset; the file's shared offset is never read or moved (DESIGN.md).
+// explicit file offset; the file's shared offset is never read or moved, so concurrent
+// readers of one segment never disturb each other.
 //
 // Only plain TCP connections use it; anything else (TLS later) gets the copying path,
 // where the Fetch handler preads the records into the response.

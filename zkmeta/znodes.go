@@ -3,7 +3,8 @@ package zkmeta
 // ZkData: one section per znode with its path and its JSON exactly as Kafka 3.7 writes it
 // (core/src/main/scala/kafka/zk/ZkData.scala). Kafka writes through Jackson from Scala maps,
 // so key order follows the map implementation; we pin the order Kafka's own output shows
-// (reference/zookeeper-layout.md) and readers never depend on order.
+// (the znode examples of Kafka's ZooKeeper-mode documentation) and readers never depend on
+// order.
 
 import (
 	"bytes"

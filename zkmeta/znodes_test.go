@@ -9,7 +9,7 @@ import (
 )
 
 // Golden files (testdata/znodes/*.json, no trailing newline): the Kafka 3.7 examples of
-// reference/zookeeper-layout.md, byte for byte. Changing one is a format change.
+// the znode JSON Kafka 3.7 writes, byte for byte. Changing one is a format change.
 var (
 	goldenBroker       = readGolden("broker")
 	goldenTopic        = readGolden("topic")

@@ -109,7 +109,7 @@ var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL
 const DefaultListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 
 // defs lists the broker properties Kafka 3.7 defines (KafkaConfig.configDef, ZK mode), with
-// their types and defaults (see ../../shared/reference/configs.md), plus samsa's own keys.
+// their types and defaults (from KafkaConfig's definitions), plus samsa's own keys.
 var defs = []Def{
 	// ZooKeeper
 	null("zookeeper.connect", TypeString),
