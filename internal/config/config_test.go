@@ -245,6 +245,11 @@ func TestFromMapInvalid(t *testing.T) {
 		{name: "kraft", kv: []string{"process.roles", "broker"}, want: []string{"process.roles"}},
 		{name: "fetch wait above lag", kv: []string{"replica.fetch.wait.max.ms", "40000"}, want: []string{"replica.fetch.wait.max.ms", "40000"}},
 		{name: "bad log format", kv: []string{"samsa.log.format", "xml"}, want: []string{"samsa.log.format", "xml"}},
+		{name: "ssl listener not served", kv: []string{"listeners", "PLAINTEXT://:9092,SSL://:9093"}, want: []string{"SSL", "does not serve"}},
+		{name: "sasl listener not served", kv: []string{"listeners", "SASL_PLAINTEXT://:9092", "security.inter.broker.protocol", "SASL_PLAINTEXT"}, want: []string{"SASL_PLAINTEXT", "does not serve"}},
+		{name: "authorizer not served", kv: []string{"authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"}, want: []string{"authorizer.class.name"}},
+		{name: "zookeeper tls not served", kv: []string{"zookeeper.ssl.client.enable", "true"}, want: []string{"zookeeper.ssl.client.enable"}},
+		{name: "zookeeper acls not served", kv: []string{"zookeeper.set.acl", "true"}, want: []string{"zookeeper.set.acl"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

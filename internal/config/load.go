@@ -171,6 +171,10 @@ func FromMap(raw map[string]string) (*Config, []string, error) {
 	resolveSynonyms(props, static)
 	c := &Config{Static: static, Props: props}
 	errs = append(errs, c.fill(props, static)...)
+	if len(errs) == 0 {
+		errs = append(errs, checkSecurity(c, props)...)
+	}
+	warnings = append(warnings, securityWarnings(static)...)
 	if len(errs) > 0 {
 		return nil, warnings, errors.Join(errs...)
 	}
