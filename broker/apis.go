@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/internal/config"
+	"github.com/samsa-kafka/samsa/internal/security"
 )
 
 // Handler serves one decoded request. The SocketServer calls it from the connection's
@@ -58,8 +59,10 @@ type RequestContext struct {
 	HeaderVersion int16 // request header version: 1 or 2 (0 only for ControlledShutdown v0)
 	RemoteAddr    net.Addr
 	ListenerName  string // e.g. PLAINTEXT; Metadata answers with this listener's endpoints
-	Received      time.Time
-	Log           *logrus.Entry // per-connection entry with client and request fields
+	// Principal is who the connection authenticated as: User:ANONYMOUS on PLAINTEXT.
+	Principal security.Principal
+	Received  time.Time
+	Log       *logrus.Entry // per-connection entry with client and request fields
 
 	// zeroCopy is set by the socket server for Fetch on plain TCP: the handler leaves
 	// record bytes out of the response and parks their file regions here (zerocopy.go).

@@ -33,6 +33,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/internal/security"
 )
 
 // Errors from request decoding; the connection is closed on any of them.
@@ -347,6 +349,7 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 			HeaderVersion: h.headerVersion,
 			RemoteAddr:    c.RemoteAddr(),
 			ListenerName:  s.listenerName,
+			Principal:     security.Anonymous,
 			Received:      received,
 			Log:           connLog,
 		}
