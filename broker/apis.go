@@ -38,6 +38,7 @@ import (
 
 	"github.com/samsa-kafka/samsa/internal/config"
 	"github.com/samsa-kafka/samsa/internal/security"
+	"github.com/samsa-kafka/samsa/internal/security/acl"
 )
 
 // Handler serves one decoded request. The SocketServer calls it from the connection's
@@ -147,6 +148,9 @@ type APIs struct {
 	// controller, broker epoch...). broker.go stores a value of its own type here and type-asserts
 	// it in its handlers, so this file does not depend on packages still being written.
 	Admin any
+	// Authorizer checks every request when authorizer.class.name is set; nil allows all, as
+	// Kafka without an authorizer does. Read it through a.authorizer-style helpers (authz.go).
+	Authorizer acl.Authorizer
 
 	services services // started on first use: group coordinator, producer id manager
 }
