@@ -32,6 +32,10 @@ type ClusterConfig struct {
 	Brokers int               // number of brokers (default 3); ids are 0..Brokers-1 as in Kafka's tests
 	Process bool              // separate `samsa broker` processes (needed to kill -9 one)
 	Props   map[string]string // extra broker properties (Kafka names) for every broker
+	// Listeners names each broker's listeners, all on 127.0.0.1 (default: PLAINTEXT only);
+	// a name that is not a security protocol needs listener.security.protocol.map in Props.
+	// Addr is the first one's address; AddrOf any one's.
+	Listeners []string
 }
 
 // Cluster is a running set of brokers in one ZooKeeper chroot. Methods are for the test's
@@ -53,7 +57,8 @@ type Broker struct {
 	ID  int32
 	Dir string // its log.dirs
 
-	port  int   // bound port of the first start, reused by restarts
+	port  int            // bound port of the first listener at the first start, reused by restarts
+	ports map[string]int // bound port of every listener, by name
 	czxid int64 // czxid of the registration seen last (broker epoch)
 
 	// process mode
@@ -165,9 +170,13 @@ func (c *Cluster) close() {
 
 // props are broker b's properties: the harness's, then the test's.
 func (b *Broker) props() map[string]string {
+	var listeners []string
+	for _, name := range b.c.listenerNames() {
+		listeners = append(listeners, fmt.Sprintf("%s://127.0.0.1:%d", name, b.ports[name]))
+	}
 	p := map[string]string{
 		"broker.id":         strconv.Itoa(int(b.ID)),
-		"listeners":         fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.port),
+		"listeners":         strings.Join(listeners, ","),
 		"log.dirs":          b.Dir,
 		"zookeeper.connect": b.c.ZKConnect,
 		// Short, so a killed broker's registration expires soon (tickTime is 500 ms).
@@ -183,8 +192,21 @@ func (b *Broker) props() map[string]string {
 	return p
 }
 
-// Addr is the broker's PLAINTEXT host:port.
+// Addr is the host:port of the broker's first listener (PLAINTEXT by default).
 func (b *Broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
+
+// AddrOf is the host:port of the broker's listener name.
+func (b *Broker) AddrOf(name string) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.ports[name]))
+}
+
+// listenerNames are ClusterConfig.Listeners or PLAINTEXT.
+func (c *Cluster) listenerNames() []string {
+	if len(c.cfg.Listeners) == 0 {
+		return []string{"PLAINTEXT"}
+	}
+	return c.cfg.Listeners
+}
 
 // Running says whether the broker was started and not stopped or killed.
 func (b *Broker) Running() bool { return b.running }
@@ -194,12 +216,10 @@ func (b *Broker) start() error {
 		return fmt.Errorf("broker %d already running", b.ID)
 	}
 	if !b.c.cfg.Process {
-		addr, stop, err := startInProcess(b.c.t, b.ID, b.props())
+		_, stop, err := startInProcess(b.c.t, b.ID, b.props())
 		if err != nil {
 			return fmt.Errorf("start broker %d: %w", b.ID, err)
 		}
-		_, port, _ := net.SplitHostPort(addr)
-		b.port, _ = strconv.Atoi(port)
 		b.stopInProcess, b.running = stop, true
 		return b.waitRegistered(30 * time.Second)
 	}
@@ -263,14 +283,18 @@ func (b *Broker) waitRegistered(timeout time.Duration) error {
 		case czxid == b.czxid:
 			last = fmt.Errorf("still the previous registration (czxid %d)", czxid)
 		default:
-			port, err := reg.plaintextPort()
-			if err != nil {
-				return fmt.Errorf("broker %d: %w", b.ID, err)
+			ports := make(map[string]int)
+			for _, name := range b.c.listenerNames() {
+				port, err := reg.listenerPort(name)
+				if err != nil {
+					return fmt.Errorf("broker %d: %w", b.ID, err)
+				}
+				if b.ports[name] != 0 && port != b.ports[name] {
+					return fmt.Errorf("broker %d registered port %d for %s, listens on %d", b.ID, port, name, b.ports[name])
+				}
+				ports[name] = port
 			}
-			if b.port != 0 && port != b.port {
-				return fmt.Errorf("broker %d registered port %d, listens on %d", b.ID, port, b.port)
-			}
-			b.port, b.czxid = port, czxid
+			b.ports, b.port, b.czxid = ports, ports[b.c.listenerNames()[0]], czxid
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -422,9 +446,9 @@ type brokerRegistration struct {
 	Rack                        *string           `json:"rack"`
 }
 
-func (r brokerRegistration) plaintextPort() (int, error) {
+func (r brokerRegistration) listenerPort(name string) (int, error) {
 	for _, ep := range r.Endpoints {
-		if rest, ok := strings.CutPrefix(ep, "PLAINTEXT://"); ok {
+		if rest, ok := strings.CutPrefix(ep, name+"://"); ok {
 			_, port, err := net.SplitHostPort(rest)
 			if err != nil {
 				return 0, fmt.Errorf("endpoint %q: %w", ep, err)
@@ -432,7 +456,7 @@ func (r brokerRegistration) plaintextPort() (int, error) {
 			return strconv.Atoi(port)
 		}
 	}
-	return 0, fmt.Errorf("no PLAINTEXT endpoint in %v", r.Endpoints)
+	return 0, fmt.Errorf("no %s endpoint in %v", name, r.Endpoints)
 }
 
 func (c *Cluster) registration(id int32) (brokerRegistration, int64, error) {
