@@ -99,7 +99,7 @@ func (c *Client) RegisterBroker(ctx context.Context, info BrokerInfo) (brokerEpo
 		var res []zk.MultiResponse
 		err = c.do(func() (err error) {
 			res, err = c.multi("register broker", path,
-				&zk.CreateRequest{Path: c.abs(path), Data: nil, Acl: openACL, Flags: zk.FlagEphemeral},
+				&zk.CreateRequest{Path: c.abs(path), Data: nil, Acl: c.acls(path), Flags: zk.FlagEphemeral},
 				&zk.SetDataRequest{Path: c.abs(path), Data: data, Version: 0})
 			return err
 		})
@@ -501,14 +501,14 @@ func (c *Client) createPartitionState(topic string, p int32, s PartitionState, c
 	}
 	for _, parent := range parents {
 		_, err := c.checkedMulti("create", parent, ctrlEpochZkVersion,
-			&zk.CreateRequest{Path: c.abs(parent), Data: nil, Acl: openACL, Flags: zk.FlagPersistent})
+			&zk.CreateRequest{Path: c.abs(parent), Data: nil, Acl: c.acls(parent), Flags: zk.FlagPersistent})
 		if err != nil && !errors.Is(err, ErrNodeExists) {
 			return err
 		}
 	}
 	path := PartitionStatePath(topic, p)
 	_, err := c.checkedMulti("create", path, ctrlEpochZkVersion,
-		&zk.CreateRequest{Path: c.abs(path), Data: EncodePartitionState(s), Acl: openACL, Flags: zk.FlagPersistent})
+		&zk.CreateRequest{Path: c.abs(path), Data: EncodePartitionState(s), Acl: c.acls(path), Flags: zk.FlagPersistent})
 	return err
 }
 
@@ -614,7 +614,7 @@ func (c *Client) TryElectController(brokerID int32) (epoch int32, epochZkVersion
 	err = c.do(func() (err error) {
 		res, err = c.multi("elect controller", ControllerPath,
 			&zk.CreateRequest{Path: c.abs(ControllerPath), Data: EncodeController(brokerID, c.now().UnixMilli()),
-				Acl: openACL, Flags: zk.FlagEphemeral},
+				Acl: c.acls(ControllerPath), Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: c.abs(ControllerEpochPath), Data: EncodeControllerEpoch(newEpoch), Version: curVersion})
 		return err
 	})
@@ -712,7 +712,7 @@ func (c *Client) CreatePartitionStates(states map[TopicPartition]PartitionState,
 	for t := range topics {
 		p := TopicPartitionsPath(t)
 		_, err := c.checkedMulti("create", p, ctrlEpochZkVersion,
-			&zk.CreateRequest{Path: c.abs(p), Data: nil, Acl: openACL, Flags: zk.FlagPersistent})
+			&zk.CreateRequest{Path: c.abs(p), Data: nil, Acl: c.acls(p), Flags: zk.FlagPersistent})
 		if err != nil && !errors.Is(err, ErrNodeExists) {
 			topicErr[t] = err
 		}

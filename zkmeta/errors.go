@@ -46,6 +46,8 @@ func mapErr(op, path string, err error) error {
 		target = ErrSessionExpired
 	case errors.Is(err, zk.ErrClosing):
 		target = ErrClosed
+	case errors.Is(err, zk.ErrNoAuth):
+		target = ErrNoAuth
 	case isConnLoss(err):
 		target = ErrConnectionLoss
 	default:

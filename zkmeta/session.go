@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -112,12 +114,12 @@ const (
 	EphemeralSequential  CreateMode = CreateMode(zk.FlagEphemeralSequential)
 )
 
-var openACL = zk.WorldACL(zk.PermAll)
-
 // Client is samsa's KafkaZkClient. Safe for concurrent use. Close stops its goroutines.
 type Client struct {
 	conn           *zk.Conn
 	chroot         string // "" or "/kafka"; prefixed to every path
+	sec            Security
+	dialErr        atomic.Pointer[error] // last failed TLS dial, for Connect's time-out error
 	sessionTimeout time.Duration
 	log            *logrus.Entry
 	now            func() time.Time
@@ -152,6 +154,16 @@ type Client struct {
 // waits for it (bounded by ctx: Kafka's zookeeper.connection.timeout.ms), and creates the
 // chroot if missing. log should carry component=zkmeta or it gets it.
 func Connect(ctx context.Context, connect string, sessionTimeout time.Duration, log *logrus.Entry) (*Client, error) {
+	return ConnectSecure(ctx, connect, sessionTimeout, log, Security{})
+}
+
+// ConnectSecure is Connect with ZooKeeper security (see SecurityFromProps): TLS connections,
+// a digest identity sent before any other request (and again by go-zookeeper on every
+// reconnect), and Kafka's znode ACLs for everything the client creates, the chroot included.
+func ConnectSecure(ctx context.Context, connect string, sessionTimeout time.Duration, log *logrus.Entry, sec Security) (*Client, error) {
+	if sec.SecureACLs && !sec.authenticated() {
+		return nil, fmt.Errorf("zkmeta: secure ACLs need an authenticated ZooKeeper client (digest or TLS client certificate)")
+	}
 	servers, chroot, err := parseConnect(connect)
 	if err != nil {
 		return nil, err
@@ -162,6 +174,7 @@ func Connect(ctx context.Context, connect string, sessionTimeout time.Duration, 
 	log = log.WithField("component", "zkmeta")
 	c := &Client{
 		chroot:         chroot,
+		sec:            sec,
 		sessionTimeout: sessionTimeout,
 		log:            log,
 		now:            time.Now,
@@ -171,8 +184,12 @@ func Connect(ctx context.Context, connect string, sessionTimeout time.Duration, 
 		evSignal:       make(chan struct{}, 1),
 	}
 	c.mu.stateCh = make(chan struct{})
+	dialer := zk.Dialer(net.DialTimeout) // go-zookeeper's default
+	if sec.TLS != nil {
+		dialer = c.tlsDialer(sec.TLS)
+	}
 	conn, _, err := zk.Connect(servers, sessionTimeout,
-		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithEventCallback(c.onZKEvent))
+		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithEventCallback(c.onZKEvent), zk.WithDialer(dialer))
 	if err != nil {
 		return nil, fmt.Errorf("zkmeta: connect %s: %w", connect, err)
 	}
@@ -183,7 +200,18 @@ func Connect(ctx context.Context, connect string, sessionTimeout time.Duration, 
 	case <-c.connected:
 	case <-ctx.Done():
 		c.Close()
+		if last := c.dialErr.Load(); last != nil {
+			return nil, fmt.Errorf("zkmeta: timed out waiting for a ZooKeeper session with %s (last error: %v): %w", connect, *last, ctx.Err())
+		}
 		return nil, fmt.Errorf("zkmeta: timed out waiting for a ZooKeeper session with %s: %w", connect, ctx.Err())
+	}
+	if sec.Digest != "" {
+		// Before any create: ZooKeeper's "auth" ACL scheme names the identities the session
+		// holds when the znode is created.
+		if err := c.do(func() error { return mapErr("add auth", "/", c.conn.AddAuth("digest", []byte(sec.Digest))) }); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("zkmeta: ZooKeeper digest authentication: %w", err)
+		}
 	}
 	if chroot != "" {
 		// Kafka creates the chroot with a client that has no chroot (KafkaServer.initZkClient).
@@ -192,7 +220,8 @@ func Connect(ctx context.Context, connect string, sessionTimeout time.Duration, 
 			return nil, fmt.Errorf("zkmeta: create chroot %s: %w", chroot, err)
 		}
 	}
-	log.WithFields(logrus.Fields{"zk_connect": connect, "session_id": fmt.Sprintf("0x%x", c.SessionID())}).Info("connected to ZooKeeper")
+	log.WithFields(logrus.Fields{"zk_connect": connect, "session_id": fmt.Sprintf("0x%x", c.SessionID()),
+		"zk_tls": sec.TLS != nil, "zk_digest_auth": sec.Digest != "", "zk_secure_acls": sec.SecureACLs}).Info("connected to ZooKeeper")
 	return c, nil
 }
 
@@ -527,12 +556,12 @@ func (c *Client) Children(path string) ([]string, error) {
 	return ch, err
 }
 
-// Create creates a znode with open ACLs and returns its chroot-relative path (with the
-// sequence suffix for sequential modes). Parents must exist.
+// Create creates a znode with the client's default ACLs (DefaultACLs) and returns its
+// chroot-relative path (with the sequence suffix for sequential modes). Parents must exist.
 func (c *Client) Create(path string, data []byte, mode CreateMode) (string, error) {
 	var created string
 	err := c.do(func() (err error) {
-		created, err = c.conn.Create(c.abs(path), data, int32(mode), openACL)
+		created, err = c.conn.Create(c.abs(path), data, int32(mode), c.acls(path))
 		return mapErr("create", path, err)
 	})
 	if err != nil {
@@ -547,9 +576,10 @@ func (c *Client) CreateRecursive(path string, data []byte) error {
 	return c.do(func() error { return c.createRecursiveAbs(c.abs(path), data) })
 }
 
-// createRecursiveAbs works on absolute paths (used for the chroot itself).
+// createRecursiveAbs works on absolute paths (used for the chroot itself). Each znode gets
+// the ACLs of its own path, as KafkaZkClient.createRecursive.
 func (c *Client) createRecursiveAbs(abs string, data []byte) error {
-	_, err := c.conn.Create(abs, data, zk.FlagPersistent, openACL)
+	_, err := c.conn.Create(abs, data, zk.FlagPersistent, c.acls(c.rel(abs)))
 	if errors.Is(err, zk.ErrNoNode) {
 		parent := abs[:strings.LastIndexByte(abs, '/')]
 		if parent != "" {
@@ -557,7 +587,7 @@ func (c *Client) createRecursiveAbs(abs string, data []byte) error {
 				return perr
 			}
 		}
-		_, err = c.conn.Create(abs, data, zk.FlagPersistent, openACL)
+		_, err = c.conn.Create(abs, data, zk.FlagPersistent, c.acls(c.rel(abs)))
 	}
 	return mapErr("create", c.rel(abs), err)
 }

@@ -6,6 +6,10 @@
 //
 // One server per test package is enough (see Shared / StartProcess for TestMain); each test
 // then uses its own chroot via Connect.
+//
+// With Options.TLS the server also serves a TLS port (secureClientPort) through ZooKeeper's
+// Netty connection factory, with the x509 authentication provider that Kafka's ZooKeeper
+// security guide configures: a client certificate becomes an "x509" identity for ACLs.
 package zktest
 
 import (
@@ -39,14 +43,34 @@ const (
 // jar paths used; tests point them elsewhere.
 var zooKeeperJar, slf4jJar = ZooKeeperJar, SLF4JJar
 
+// nettyExtraJars complete Debian's zookeeper.jar class path for the Netty server: its
+// manifest names netty-handler but not netty-codec and netty-resolver, which SslHandler needs.
+var nettyExtraJars = []string{"/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar"}
+
+// Options are the optional features of a test server.
+type Options struct {
+	TLS *TLSOptions // nil: plain client port only
+}
+
+// TLSOptions configure the secureClientPort. Store types are ZooKeeper's: PEM, PKCS12 or JKS
+// ("" lets ZooKeeper guess from the file name).
+type TLSOptions struct {
+	KeyStore, KeyStoreType, KeyStorePassword       string
+	TrustStore, TrustStoreType, TrustStorePassword string
+	// ClientAuth is ZooKeeper's ssl.clientAuth: "need" (its default when ""), "want" or "none".
+	ClientAuth string
+}
+
 // ErrNotInstalled is returned (and reported by Start) when java or the jar is missing.
 var ErrNotInstalled = errors.New("ZooKeeper not installed: run apt-get install -y zookeeper (or ./scripts/test.sh, which installs it)")
 
 // Server is one running standalone ZooKeeper. Safe for concurrent use.
 type Server struct {
-	dir    string // data dir, zoo.cfg and zookeeper.log live here
-	ownDir bool   // created by us: removed by Stop
-	port   int
+	dir        string // data dir, zoo.cfg and zookeeper.log live here
+	ownDir     bool   // created by us: removed by Stop
+	port       int
+	securePort int // 0 without Options.TLS
+	opts       Options
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -57,7 +81,13 @@ type Server struct {
 // Start starts a ZooKeeper for one test (or benchmark) and stops it in t.Cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := StartProcess(t.TempDir())
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options (a TLS port).
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := StartProcessWith(t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("zktest: %v", err)
 	}
@@ -79,13 +109,18 @@ func Shared() (s *Server, stop func(), err error) {
 // removes). The java process is killed when this process dies, even on panic or SIGKILL
 // (Linux: Pdeathsig). Returns once the server serves (srvr prints "Mode:").
 func StartProcess(dir string) (*Server, error) {
+	return StartProcessWith(dir, Options{})
+}
+
+// StartProcessWith is StartProcess with options (a TLS port).
+func StartProcessWith(dir string, opts Options) (*Server, error) {
 	if _, err := exec.LookPath("java"); err != nil {
 		return nil, fmt.Errorf("%w (java not found: %v)", ErrNotInstalled, err)
 	}
 	if _, err := os.Stat(zooKeeperJar); err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNotInstalled, err)
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: dir, opts: opts}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "zktest-")
 		if err != nil {
@@ -103,6 +138,12 @@ func StartProcess(dir string) (*Server, error) {
 			continue
 		}
 		s.port = port
+		if opts.TLS != nil {
+			if s.securePort, err = freePort(); err != nil {
+				lastErr = err
+				continue
+			}
+		}
 		if lastErr = s.start(); lastErr == nil {
 			return s, nil
 		}
@@ -138,6 +179,23 @@ admin.enableServer=false
 maxClientCnxns=0
 autopurge.purgeInterval=0
 `, TickTime.Milliseconds(), dataDir, s.port)
+	if t := s.opts.TLS; t != nil {
+		// Keys zoo.cfg does not know become zookeeper.<key> system properties, which is where
+		// the Netty factory and the x509 provider read them.
+		cfg += fmt.Sprintf("secureClientPort=%d\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"+
+			"authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n", s.securePort)
+		for _, kv := range [][2]string{
+			{"ssl.keyStore.location", t.KeyStore}, {"ssl.keyStore.type", t.KeyStoreType},
+			{"ssl.keyStore.password", t.KeyStorePassword},
+			{"ssl.trustStore.location", t.TrustStore}, {"ssl.trustStore.type", t.TrustStoreType},
+			{"ssl.trustStore.password", t.TrustStorePassword},
+			{"ssl.clientAuth", t.ClientAuth},
+		} {
+			if kv[1] != "" {
+				cfg += kv[0] + "=" + kv[1] + "\n"
+			}
+		}
+	}
 	path := filepath.Join(s.dir, "zoo.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return "", fmt.Errorf("zktest: %w", err)
@@ -159,6 +217,14 @@ func (s *Server) start() error {
 	cp := zooKeeperJar
 	if _, err := os.Stat(slf4jJar); err == nil {
 		cp += ":" + slf4jJar
+	}
+	if s.opts.TLS != nil {
+		for _, j := range nettyExtraJars {
+			if _, err := os.Stat(j); err != nil {
+				return fmt.Errorf("%w (ZooKeeper's TLS port needs %s: %v)", ErrNotInstalled, j, err)
+			}
+			cp += ":" + j
+		}
 	}
 	cmd := exec.Command("java",
 		"-Dzookeeper.forceSync=no",
@@ -196,7 +262,7 @@ func (s *Server) start() error {
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if out, err := s.FourLetterWord("srvr"); err == nil && strings.Contains(out, "Mode:") {
+		if out, err := s.FourLetterWord("srvr"); err == nil && strings.Contains(out, "Mode:") && s.secureListening() {
 			return nil
 		}
 		select {
@@ -209,6 +275,19 @@ func (s *Server) start() error {
 			return fmt.Errorf("zktest: zookeeper not ready after 60s (port %d): %s", s.port, tail(logPath))
 		}
 	}
+}
+
+// secureListening reports whether the TLS port accepts connections (true without one).
+func (s *Server) secureListening() bool {
+	if s.securePort == 0 {
+		return true
+	}
+	c, err := net.DialTimeout("tcp", s.SecureAddr(), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 func tail(path string) string {
@@ -240,6 +319,23 @@ func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
 // Port is the client port.
 func (s *Server) Port() int { return s.port }
+
+// SecureAddr is "127.0.0.1:SECUREPORT" ("" without Options.TLS).
+func (s *Server) SecureAddr() string {
+	if s.securePort == 0 {
+		return ""
+	}
+	return "127.0.0.1:" + strconv.Itoa(s.securePort)
+}
+
+// SecureConnect is Connect for the TLS port.
+func (s *Server) SecureConnect(chroot string) string {
+	chroot = strings.Trim(chroot, "/")
+	if chroot == "" {
+		return s.SecureAddr()
+	}
+	return s.SecureAddr() + "/" + chroot
+}
 
 // PID is the java process id (0 when not running).
 func (s *Server) PID() int {
