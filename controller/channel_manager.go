@@ -38,7 +38,25 @@ type requester interface {
 type dialFunc func(ctx context.Context, addr, clientID string) (requester, error)
 
 func kclientDial(ctx context.Context, addr, clientID string) (requester, error) {
-	return kclient.Dial(ctx, addr, clientID)
+	return dialerFunc(nil)(ctx, addr, clientID)
+}
+
+// dialerFunc dials with d: the inter-broker listener's TLS and SASL (nil: plain TCP).
+func dialerFunc(d *kclient.Dialer) dialFunc {
+	return func(ctx context.Context, addr, clientID string) (requester, error) {
+		c, err := d.Dial(ctx, addr, clientID)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return c, nil
+	}
+}
+
+// NewWithDialer is New whose connections to the brokers are secured by d, the client side
+// of the inter-broker listener (Kafka's ControllerChannelManager builds its NetworkClient
+// from security.inter.broker.protocol the same way).
+func NewWithDialer(cfg Config, zk *zkmeta.Client, d *kclient.Dialer) *Controller {
+	return newController(cfg, zk, dialerFunc(d))
 }
 
 // channelManager is the ControllerChannelManager. Safe for concurrent use; shutdown stops

@@ -245,11 +245,9 @@ func TestFromMapInvalid(t *testing.T) {
 		{name: "kraft", kv: []string{"process.roles", "broker"}, want: []string{"process.roles"}},
 		{name: "fetch wait above lag", kv: []string{"replica.fetch.wait.max.ms", "40000"}, want: []string{"replica.fetch.wait.max.ms", "40000"}},
 		{name: "bad log format", kv: []string{"samsa.log.format", "xml"}, want: []string{"samsa.log.format", "xml"}},
-		{name: "ssl listener not served", kv: []string{"listeners", "PLAINTEXT://:9092,SSL://:9093"}, want: []string{"SSL", "does not serve"}},
-		{name: "sasl listener not served", kv: []string{"listeners", "SASL_PLAINTEXT://:9092", "security.inter.broker.protocol", "SASL_PLAINTEXT"}, want: []string{"SASL_PLAINTEXT", "does not serve"}},
-		{name: "authorizer not served", kv: []string{"authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"}, want: []string{"authorizer.class.name"}},
-		{name: "zookeeper tls not served", kv: []string{"zookeeper.ssl.client.enable", "true"}, want: []string{"zookeeper.ssl.client.enable"}},
-		{name: "zookeeper acls not served", kv: []string{"zookeeper.set.acl", "true"}, want: []string{"zookeeper.set.acl"}},
+		{name: "sasl listener with the GSSAPI default", kv: []string{"listeners", "SASL_PLAINTEXT://:9092", "security.inter.broker.protocol", "SASL_PLAINTEXT"},
+			want: []string{"sasl.enabled.mechanisms of listener SASL_PLAINTEXT", "GSSAPI (Kerberos) is not supported", "sasl.mechanism.inter.broker.protocol"}},
+		{name: "authorizer other than AclAuthorizer", kv: []string{"authorizer.class.name", "com.example.MyAuthorizer"}, want: []string{"authorizer.class.name", "com.example.MyAuthorizer"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -408,6 +406,121 @@ func TestDefsDefaultsValid(t *testing.T) {
 		}
 		if _, err := x.normalize(x.Default); err != nil {
 			t.Errorf("%s: %v", x.Name, err)
+		}
+	}
+}
+
+// saslSSL is a broker whose only listener is SASL_SSL with PLAIN between brokers.
+func saslSSL(kv ...string) map[string]string {
+	return base(append([]string{
+		"listeners", "SASL_SSL://127.0.0.1:9093",
+		"security.inter.broker.protocol", "SASL_SSL",
+		"sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256",
+		"sasl.mechanism.inter.broker.protocol", "PLAIN",
+	}, kv...)...)
+}
+
+func TestSecurityAccepted(t *testing.T) {
+	tests := []struct {
+		name string
+		m    map[string]string
+		warn []string // substrings, one warning each, in order
+	}{
+		{name: "ssl listener", m: base("listeners", "PLAINTEXT://:9092,SSL://:9093", "ssl.keystore.location", "/k.p12")},
+		{name: "sasl_ssl between brokers", m: saslSSL()},
+		{name: "listener-prefixed mechanisms", m: base(
+			"listeners", "INTERNAL://:9092,EXTERNAL://:9093",
+			"listener.security.protocol.map", "INTERNAL:SASL_PLAINTEXT,EXTERNAL:SASL_SSL",
+			"inter.broker.listener.name", "INTERNAL",
+			"sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512",
+			"listener.name.internal.sasl.enabled.mechanisms", "SCRAM-SHA-512",
+			"listener.name.external.sasl.enabled.mechanisms", "OAUTHBEARER, PLAIN")},
+		{name: "acl authorizer with super users", m: base("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer", "super.users", "User:admin")},
+		{name: "warnings", m: saslSSL(
+			"ssl.keymanager.algorithm", "PKIX",
+			"sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required;",
+			"sasl.kerberos.service.name", "kafka",
+			"sasl.oauthbearer.jwks.endpoint.url", "https://idp/jwks",
+			"super.users", "User:admin"),
+			warn: []string{"'sasl.jaas.config' has no effect: a broker reads only listener.name.<listener>.<mechanism>.sasl.jaas.config",
+				"'sasl.kerberos.service.name' has no effect: samsa does not serve GSSAPI",
+				"'sasl.oauthbearer.jwks.endpoint.url' has no effect", "'ssl.keymanager.algorithm' has no effect",
+				"'super.users' has no effect: no authorizer.class.name"}},
+		{name: "tls and sasl keys on a plaintext broker", m: base("ssl.truststore.location", "/t.p12", "sasl.enabled.mechanisms", "PLAIN"),
+			warn: []string{"'sasl.enabled.mechanisms' has no effect: no listener uses SASL", "'ssl.truststore.location' has no effect: no listener uses SSL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, warns, err := FromMap(tt.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warns) != len(tt.warn) {
+				t.Fatalf("warnings %q, want %d", warns, len(tt.warn))
+			}
+			for i, w := range tt.warn {
+				if !strings.Contains(warns[i], w) {
+					t.Errorf("warning %q lacks %q", warns[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestSecurityRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		m    map[string]string
+		want []string
+	}{
+		{"gssapi enabled", saslSSL("sasl.enabled.mechanisms", "PLAIN,GSSAPI"), []string{`"GSSAPI"`, "listener SASL_SSL", "Kerberos"}},
+		{"unknown mechanism", saslSSL("sasl.enabled.mechanisms", "PLAIN,DIGEST-MD5"), []string{`"DIGEST-MD5"`, "unsupported SASL mechanism"}},
+		{"no mechanism", saslSSL("listener.name.sasl_ssl.sasl.enabled.mechanisms", ""), []string{"no SASL mechanism is enabled", "listener.name.sasl_ssl.sasl.enabled.mechanisms"}},
+		{"inter-broker mechanism not enabled", saslSSL("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
+			[]string{"sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms", "SCRAM-SHA-512"}},
+		{"inter-broker gssapi", saslSSL("sasl.mechanism.inter.broker.protocol", "GSSAPI"), []string{"sasl.mechanism.inter.broker.protocol", "Kerberos"}},
+		{"simple acl authorizer", base("authorizer.class.name", "kafka.security.auth.SimpleAclAuthorizer"), []string{"removed in Kafka 3.0"}},
+		{"kraft authorizer", base("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"), []string{"authorizer.class.name"}},
+		{"principal builder", base("principal.builder.class", "com.example.PB"), []string{"principal.builder.class", "Java classes"}},
+		{"server callback handler under a prefix", saslSSL("listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", "com.example.H"),
+			[]string{"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class"}},
+		{"login class", saslSSL("sasl.login.class", "com.example.L"), []string{"sasl.login.class"}},
+		{"ssl engine factory", base("ssl.engine.factory.class", "com.example.F"), []string{"ssl.engine.factory.class"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, err := FromMap(tt.m)
+			if err == nil {
+				t.Fatalf("accepted: listeners %v", c.Listeners)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestListenerValue(t *testing.T) {
+	p := map[string]string{"ssl.client.auth": "none", "listener.name.internal.ssl.client.auth": "required"}
+	if v, _ := ListenerValue(p, "INTERNAL", "ssl.client.auth"); v != "required" {
+		t.Fatal(v)
+	}
+	if v, _ := ListenerValue(p, "EXTERNAL", "ssl.client.auth"); v != "none" {
+		t.Fatal(v)
+	}
+	if _, ok := ListenerValue(p, "EXTERNAL", "ssl.keystore.location"); ok {
+		t.Fatal("unset key reported set")
+	}
+	for k, want := range map[string]string{
+		"listener.name.a.plain.sasl.jaas.config":         "sasl.jaas.config",
+		"listener.name.a.ssl.keystore.type":              "ssl.keystore.type",
+		"listener.name.a.scram-sha-256.sasl.login.class": "sasl.login.class",
+		"ssl.keystore.type":                              "ssl.keystore.type",
+	} {
+		if got := unprefixed(k); got != want {
+			t.Errorf("unprefixed(%q) = %q, want %q", k, got, want)
 		}
 	}
 }

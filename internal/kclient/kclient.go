@@ -12,6 +12,10 @@
 //	response: int32 size | int32 correlation id | tagged fields (flexible versions, except ApiVersions
 //	          whose response header is always v0) | body
 //
+// A Dialer (dialer.go) secures the connection as the inter-broker listener is: TLS, then
+// SASL over SaslHandshake v1 and SaslAuthenticate, re-authenticating before the session the
+// broker granted runs out (KIP-368). Dial is the plain-TCP Dialer.
+//
 // Concurrency: a Conn is safe for concurrent use; requests are serialized.
 package kclient
 
@@ -28,6 +32,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Errors returned by Conn.
@@ -60,25 +65,17 @@ type Conn struct {
 	corrID   int32
 	broken   error
 	versions map[int16]VersionRange
+
+	// SASL (dialer.go): the mechanism to re-authenticate with and when (KIP-368); zero
+	// reauthAt means the broker set no session lifetime.
+	mech     sasl.Mechanism
+	host     string
+	reauthAt time.Time
 }
 
-// Dial connects to addr, negotiates API versions and returns a ready Conn.
+// Dial connects to addr over plain TCP, negotiates API versions and returns a ready Conn.
 func Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("kclient: dial %s: %w", addr, err)
-	}
-	c := &Conn{
-		addr: addr,
-		fmt:  kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),
-		conn: nc,
-	}
-	if err := c.negotiate(ctx); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return c, nil
+	return (*Dialer)(nil).Dial(ctx, addr, clientID)
 }
 
 // negotiate sends ApiVersions at apiVersionsMax, falling back to the version the broker
@@ -146,7 +143,8 @@ func (c *Conn) Versions(key int16) (VersionRange, bool) {
 
 // Request sends req at min(req.MaxVersion(), the broker's max for its key) and returns
 // the decoded response. A transport error or cancelled context breaks the Conn: later
-// requests fail and the caller should dial again.
+// requests fail and the caller should dial again. On a SASL connection whose session is
+// about to expire, the Conn re-authenticates first (KIP-368), as Kafka's clients do.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -156,6 +154,17 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	if c.broken != nil {
 		return nil, c.broken
 	}
+	if c.mech != nil && !c.reauthAt.IsZero() && !time.Now().Before(c.reauthAt) {
+		if err := c.authenticate(ctx); err != nil {
+			// The broker closes a connection whose session expired; so do we.
+			return nil, c.fail(fmt.Errorf("kclient: re-authenticate to %s: %w", c.addr, err))
+		}
+	}
+	return c.request(ctx, req)
+}
+
+// request is Request without the checks; c.mu held.
+func (c *Conn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	r, ok := c.versions[req.Key()]
 	if !ok || r.Min > req.MaxVersion() {
 		return nil, fmt.Errorf("kclient: %s key %d: %w", c.addr, req.Key(), ErrUnsupportedRequest)
