@@ -10,8 +10,9 @@ package broker
 //     so the client learns something went wrong.
 //   - acks=-1 waits (DelayedProduce) for the high watermark, up to timeout_ms.
 //   - v8+: ErrorMessage; v10: CurrentLeader and NodeEndpoints on NOT_LEADER_OR_FOLLOWER (KIP-951).
-//   - Transactions: transactional records need the request's transactional_id (else
-//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as KafkaApis); with
+//   - Authorization (authz.go): WRITE on each topic (TOPIC_AUTHORIZATION_FAILED).
+//   - Transactions: transactional records need the request's transactional_id and WRITE on
+//     it (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as KafkaApis); with
 //     transaction.partition.verification.enable (default true) the leader verifies a
 //     producer's first transactional batch on a partition with the transaction coordinator
 //     (KIP-890 part 1, txn_verification.go) and answers INVALID_TXN_STATE when it was not
@@ -67,12 +68,21 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	respParts := make([]kmsg.ProduceResponseTopicPartition, 0, n)
-	// KafkaApis: transactional records need a transactional id (and WRITE on it, which
-	// every principal has without an authorizer); without one the whole request fails.
+	// KafkaApis: transactional records need a transactional id and WRITE on it; without
+	// them the whole request fails. Then each topic needs WRITE.
 	var reqErr error
-	if req.TransactionID == nil && hasTransactionalRecords(req) {
-		reqErr = fmt.Errorf("transactional records without a transactional id: %w", kerr.TransactionalIDAuthorizationFailed)
+	if hasTransactionalRecords(req) {
+		if req.TransactionID == nil {
+			reqErr = fmt.Errorf("transactional records without a transactional id: %w", kerr.TransactionalIDAuthorizationFailed)
+		} else if !a.authorize(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionID) {
+			reqErr = errTxnIDAuthorization
+		}
 	}
+	writable := a.filterAuthorized(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for i := range req.Topics {
+			add(req.Topics[i].Topic)
+		}
+	})
 	for _, rt := range req.Topics {
 		respTopic := kmsg.NewProduceResponseTopic()
 		respTopic.Topic = rt.Topic
@@ -91,6 +101,8 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 			switch {
 			case reqErr != nil:
 				err = reqErr
+			case !writable.has(rt.Topic):
+				err = errTopicAuthorization
 			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 				err = fmt.Errorf("acks=%d: %w", req.Acks, ErrInvalidRequiredAcks)
 			case isInternalTopicName(rt.Topic) && rc.ClientID != adminClientID:

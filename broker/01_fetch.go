@@ -18,6 +18,8 @@ package broker
 //   - v13+ topics by id (UNKNOWN_TOPIC_ID; INCONSISTENT_TOPIC_ID when the id differs from
 //     the hosted partition's, fetch_session.go); v16 CurrentLeader and NodeEndpoints on
 //     NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (KIP-951).
+//   - Authorization (authz.go): followers need CLUSTER_ACTION, consumers READ on each topic;
+//     otherwise TOPIC_AUTHORIZATION_FAILED for the partition.
 // Deviations: v0-v3 (down-conversion to old message formats) are not served.
 // On plain TCP the record bytes go to the socket with sendfile (zerocopy.go); elsewhere
 // (direct Handle calls, TLS later) they are pread into the response.
@@ -62,6 +64,22 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		params.IsolationLevel = 0
 	}
 
+	// KafkaApis: a follower needs CLUSTER_ACTION for everything it fetches; a consumer
+	// needs READ on each topic (an unknown topic id is answered UNKNOWN_TOPIC_ID first).
+	followerAllowed := replicaID < 0 || a.authorizeCluster(rc, kmsg.ACLOperationClusterAction)
+	readable := authzSet{}
+	if replicaID < 0 {
+		readable = a.filterAuthorized(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+			for _, rt := range fctx.topics {
+				if req.Version < 13 {
+					add(rt.Topic)
+				} else if name, ok := a.Metadata.TopicName(rt.TopicID); ok {
+					add(name)
+				}
+			}
+		})
+	}
+
 	type slot struct{ ti, pi int }
 	var (
 		reqs  []FetchPartitionRequest
@@ -85,6 +103,14 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 			if !known {
 				p.ErrorCode = kerr.UnknownTopicID.Code
+				if !followerAllowed { // KafkaApis denies an unauthorized follower before resolving ids
+					p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
+				respTopic.Partitions = append(respTopic.Partitions, p)
+				continue
+			}
+			if !followerAllowed || !readable.has(topic) {
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				respTopic.Partitions = append(respTopic.Partitions, p)
 				continue
 			}

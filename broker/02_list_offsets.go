@@ -57,6 +57,12 @@ func (a *APIs) handleListOffsets(ctx context.Context, rc *RequestContext, req *k
 		il := req.IsolationLevel // v1: 0 (read_uncommitted)
 		isolation = &il
 	}
+	// KafkaApis: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+	describable := a.filterAuthorized(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for _, t := range req.Topics {
+			add(t.Topic)
+		}
+	})
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -64,6 +70,14 @@ func (a *APIs) handleListOffsets(ctx context.Context, rc *RequestContext, req *k
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			tp := logstore.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			if !describable.has(t.Topic) {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				if req.Version == 0 {
+					rp.OldStyleOffsets = []int64{}
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			if req.Version == 0 {
 				offs, err := a.Replicas.LegacyFetchOffsetsBefore(tp, p.Timestamp, p.MaxNumOffsets,
 					req.ReplicaID == consumerReplicaID, req.ReplicaID != debuggingReplicaID, a.now())

@@ -11,8 +11,10 @@ package broker
 //     without the request's listener: LISTENER_NOT_FOUND (v6+).
 //   - v10+ topic ids; v12 topics by id (UNKNOWN_TOPIC_ID). Names and ids in v10/v11
 //     requests must be name-only (INVALID_REQUEST otherwise), as in Kafka.
-//   - Without an authorizer every operation is authorized: topic authorized operations
-//     (v8+, when asked) are all topic operations.
+//   - Authorization (authz.go): topics without DESCRIBE are left out of an all-topics
+//     answer and TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs CREATE on the
+//     cluster or the topic. Authorized operations (v8+, when asked) are the principal's;
+//     without an authorizer, every operation.
 // Deviation: internal topics are not created here (the group coordinator will do that).
 
 import (
@@ -24,11 +26,6 @@ import (
 )
 
 func init() { registerAPI(0, 12, (*APIs).handleMetadata) }
-
-// topicAuthorizedOperations is every topic ACL operation (READ 3, WRITE 4, CREATE 5,
-// DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11) as a bit field,
-// what Kafka reports when no authorizer is configured.
-const topicAuthorizedOperations int32 = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
 
 func (a *APIs) handleMetadata(ctx context.Context, rc *RequestContext, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -65,10 +62,11 @@ func (a *APIs) handleMetadata(ctx context.Context, rc *RequestContext, req *kmsg
 	}
 	resp.ControllerID = mc.ControllerID()
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOperations // 60_describe_cluster.go: all, without an authorizer
+		resp.AuthorizedOperations = a.clusterAuthorizedOperations(rc)
 	}
 
 	var names []string
+	byID := map[string][16]byte{} // v12: names asked for by topic id
 	if allTopics {
 		names = mc.TopicNames()
 	} else {
@@ -85,6 +83,7 @@ func (a *APIs) handleMetadata(ctx context.Context, rc *RequestContext, req *kmsg
 				if !seen[name] {
 					seen[name] = true
 					names = append(names, name)
+					byID[name] = t.TopicID
 				}
 				continue
 			}
@@ -95,17 +94,63 @@ func (a *APIs) handleMetadata(ctx context.Context, rc *RequestContext, req *kmsg
 		}
 	}
 
-	allowAutoCreate := a.Config != nil && a.Config.AutoCreateTopicsEnable && a.AutoCreateTopic != nil &&
-		(req.Version < 4 || req.AllowAutoTopicCreation) && !allTopics
+	// KafkaApis: topics the principal may not DESCRIBE are left out of an all-topics
+	// answer and answered TOPIC_AUTHORIZATION_FAILED when named, without saying whether
+	// they exist. Auto-creating a missing topic needs CREATE on the cluster or the topic.
+	describable := a.filterAuthorized(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for _, n := range names {
+			add(n)
+		}
+	})
+	autoCreateRequested := a.Config != nil && a.Config.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
+	creatable := authzSet{}
+	if autoCreateRequested && !allTopics {
+		var missing []string
+		for _, n := range names {
+			if describable.has(n) && !mc.Contains(n) {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) > 0 && !a.authorizeCluster(rc, kmsg.ACLOperationCreate) {
+			creatable = a.filterAuthorized(rc, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+				for _, n := range missing {
+					add(n)
+				}
+			})
+		}
+	}
+
+	allowAutoCreate := autoCreateRequested && a.AutoCreateTopic != nil && !allTopics
 	errorUnavailableEndpoints := req.Version == 0
 	errorUnavailableListeners := req.Version >= 6
+	topicOps := req.Version >= 8 && req.IncludeTopicAuthorizedOperations
 
 	for _, name := range names {
+		if !describable.has(name) {
+			if allTopics {
+				continue
+			}
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			if id, ok := byID[name]; ok {
+				rt.TopicID = id // ids are not secret; the name is
+			} else {
+				n := name
+				rt.Topic = &n
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		t, ok := mc.Topic(name)
 		if !ok {
 			rt := kmsg.NewMetadataResponseTopic()
 			n := name
 			rt.Topic, rt.IsInternal = &n, isInternalTopicName(name)
+			if !creatable.has(name) {
+				rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			switch {
 			case validateTopicName(name) != nil:
 				rt.ErrorCode = kerr.InvalidTopicException.Code
@@ -114,10 +159,17 @@ func (a *APIs) handleMetadata(ctx context.Context, rc *RequestContext, req *kmsg
 			default:
 				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
+			if topicOps {
+				rt.AuthorizedOperations = a.authorizedOperations(rc, kmsg.ACLResourceTypeTopic, name)
+			}
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, a.topicMetadata(rc, req, t, errorUnavailableEndpoints, errorUnavailableListeners))
+		rt := a.topicMetadata(rc, req, t, errorUnavailableEndpoints, errorUnavailableListeners)
+		if topicOps {
+			rt.AuthorizedOperations = a.authorizedOperations(rc, kmsg.ACLResourceTypeTopic, name)
+		}
+		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }
@@ -144,9 +196,6 @@ func (a *APIs) topicMetadata(rc *RequestContext, req *kmsg.MetadataRequest, t *T
 	rt := kmsg.NewMetadataResponseTopic()
 	n := t.Name
 	rt.Topic, rt.TopicID, rt.IsInternal = &n, t.ID, isInternalTopicName(t.Name)
-	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
-		rt.AuthorizedOperations = topicAuthorizedOperations
-	}
 	// filter keeps the replicas Metadata may list: all of them, except for v0 clients,
 	// which only get replicas that are alive with the listener.
 	filter := func(ids []int32) []int32 {

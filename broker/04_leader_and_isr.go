@@ -21,6 +21,10 @@ import (
 func init() { registerAPI(0, 7, (*APIs).handleLeaderAndIsr) }
 
 func (a *APIs) handleLeaderAndIsr(ctx context.Context, rc *RequestContext, req *kmsg.LeaderAndISRRequest) (kmsg.Response, error) {
+	// KafkaApis: only the controller's principal (CLUSTER_ACTION) may send this.
+	if !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction) {
+		return leaderAndIsrErrorResponse(req, kerr.ClusterAuthorizationFailed), nil
+	}
 	ad := a.admin()
 	if ad != nil && ad.isBrokerEpochStale(req.BrokerEpoch) {
 		ad.log.WithFields(logrus.Fields{"broker_epoch": req.BrokerEpoch, "current_broker_epoch": ad.brokerEpoch.Load(),

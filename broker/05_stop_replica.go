@@ -18,6 +18,32 @@ import (
 func init() { registerAPI(0, 4, (*APIs).handleStopReplica) }
 
 func (a *APIs) handleStopReplica(ctx context.Context, rc *RequestContext, req *kmsg.StopReplicaRequest) (kmsg.Response, error) {
+	// KafkaApis: CLUSTER_ACTION, else StopReplicaRequest.getErrorResponse (every partition).
+	if !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction) {
+		resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.Partitions = []kmsg.StopReplicaResponsePartition{}
+		add := func(topic string, p int32) {
+			rp := kmsg.NewStopReplicaResponsePartition()
+			rp.Topic, rp.Partition, rp.ErrorCode = topic, p, kerr.ClusterAuthorizationFailed.Code
+			resp.Partitions = append(resp.Partitions, rp)
+		}
+		for _, t := range req.Topics {
+			switch {
+			case req.Version == 0:
+				add(t.Topic, t.Partition)
+			case req.Version <= 2:
+				for _, p := range t.Partitions {
+					add(t.Topic, p)
+				}
+			default:
+				for _, ps := range t.PartitionStates {
+					add(t.Topic, ps.Partition)
+				}
+			}
+		}
+		return resp, nil
+	}
 	ad := a.admin()
 	if ad != nil && ad.isBrokerEpochStale(req.BrokerEpoch) {
 		ad.log.WithFields(logrus.Fields{"broker_epoch": req.BrokerEpoch, "current_broker_epoch": ad.brokerEpoch.Load(),

@@ -18,6 +18,10 @@ func init() { registerAPI(0, 8, (*APIs).handleUpdateMetadata) }
 
 func (a *APIs) handleUpdateMetadata(ctx context.Context, rc *RequestContext, req *kmsg.UpdateMetadataRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
+	if !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction) { // KafkaApis: CLUSTER_ACTION
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	ad := a.admin()
 	if ad != nil && ad.isBrokerEpochStale(req.BrokerEpoch) {
 		ad.log.WithFields(logrus.Fields{"broker_epoch": req.BrokerEpoch, "current_broker_epoch": ad.brokerEpoch.Load(),

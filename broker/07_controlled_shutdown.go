@@ -17,6 +17,11 @@ import (
 func init() { registerAPI(0, 3, (*APIs).handleControlledShutdown) }
 
 func (a *APIs) handleControlledShutdown(ctx context.Context, rc *RequestContext, req *kmsg.ControlledShutdownRequest) (kmsg.Response, error) {
+	if !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction) { // KafkaApis: CLUSTER_ACTION
+		resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	ad := a.admin()
 	if ad == nil || ad.controller == nil {
 		resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)

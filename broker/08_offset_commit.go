@@ -20,6 +20,11 @@ func init() { registerAPI(0, 9, (*APIs).handleOffsetCommit) }
 
 func (a *APIs) handleOffsetCommit(ctx context.Context, rc *RequestContext, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	// KafkaApis: READ on the group, else every partition GROUP_AUTHORIZATION_FAILED; then
+	// READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+	if !a.authorize(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		return offsetCommitErrorResponse(req, resp, kerr.GroupAuthorizationFailed), nil
+	}
 	if req.InstanceID != nil && req.Version < 7 {
 		return offsetCommitErrorResponse(req, resp, kerr.UnsupportedVersion), nil
 	}
@@ -30,9 +35,18 @@ func (a *APIs) handleOffsetCommit(ctx context.Context, rc *RequestContext, req *
 		cr.GenerationID, cr.MemberID = -1, ""
 	}
 	errs := map[group.TopicPartition]*kerr.Error{}
+	readable := a.filterAuthorized(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for _, t := range req.Topics {
+			add(t.Topic)
+		}
+	})
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := group.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			if !readable.has(t.Topic) {
+				errs[tp] = kerr.TopicAuthorizationFailed
+				continue
+			}
 			if a.Metadata != nil {
 				if _, ok := a.Metadata.Partition(logstore.TopicPartition{Topic: t.Topic, Partition: p.Partition}); !ok {
 					errs[tp] = kerr.UnknownTopicOrPartition

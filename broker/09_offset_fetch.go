@@ -38,16 +38,72 @@ func (a *APIs) fetchGroupOffsets(groupID string, topics []offsetFetchTopic, all,
 	return a.groupCoordinator().FetchOffsets(groupID, tps, requireStable)
 }
 
+// fetchGroupOffsetsAuthorized is fetchGroupOffsets behind KafkaApis's topic checks: for
+// all partitions, topics without DESCRIBE are left out; for named ones they are answered
+// TOPIC_AUTHORIZATION_FAILED (offset -1) without asking the coordinator.
+func (a *APIs) fetchGroupOffsetsAuthorized(rc *RequestContext, groupID string, topics []offsetFetchTopic, all, requireStable bool) ([]group.FetchedOffset, *kerr.Error) {
+	if all {
+		offs, err := a.fetchGroupOffsets(groupID, nil, true, requireStable)
+		if err != nil {
+			return offs, err
+		}
+		ok := a.filterAuthorized(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+			for _, o := range offs {
+				add(o.TP.Topic)
+			}
+		})
+		kept := offs[:0]
+		for _, o := range offs {
+			if ok.has(o.TP.Topic) {
+				kept = append(kept, o)
+			}
+		}
+		return kept, nil
+	}
+	ok := a.filterAuthorized(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for _, t := range topics {
+			add(t.topic)
+		}
+	})
+	var allowed, denied []offsetFetchTopic
+	for _, t := range topics {
+		if ok.has(t.topic) {
+			allowed = append(allowed, t)
+		} else {
+			denied = append(denied, t)
+		}
+	}
+	if len(denied) == 0 {
+		return a.fetchGroupOffsets(groupID, topics, false, requireStable)
+	}
+	offs, err := a.fetchGroupOffsets(groupID, allowed, false, requireStable)
+	if err != nil {
+		return offs, err
+	}
+	for _, t := range denied {
+		for _, p := range t.parts {
+			offs = append(offs, group.FetchedOffset{TP: group.TopicPartition{Topic: t.topic, Partition: p}, Offset: -1, LeaderEpoch: -1,
+				Err: kerr.TopicAuthorizationFailed})
+		}
+	}
+	return offs, nil
+}
+
 func (a *APIs) handleOffsetFetch(ctx context.Context, rc *RequestContext, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, g := range req.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			if !a.authorize(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+				rg.Group, rg.ErrorCode = g.Group, kerr.GroupAuthorizationFailed.Code
+				resp.Groups = append(resp.Groups, rg)
+				continue
+			}
 			var topics []offsetFetchTopic
 			for _, t := range g.Topics {
 				topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
 			}
-			offs, err := a.fetchGroupOffsets(g.Group, topics, g.Topics == nil, req.RequireStable)
-			rg := kmsg.NewOffsetFetchResponseGroup()
+			offs, err := a.fetchGroupOffsetsAuthorized(rc, g.Group, topics, g.Topics == nil, req.RequireStable)
 			rg.Group, rg.ErrorCode = g.Group, errCode(err)
 			idx := map[string]int{}
 			for _, o := range offs {
@@ -73,7 +129,28 @@ func (a *APIs) handleOffsetFetch(ctx context.Context, rc *RequestContext, req *k
 		topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
 	}
 	all := req.Topics == nil && req.Version >= 2
-	offs, err := a.fetchGroupOffsets(req.Group, topics, all, req.Version >= 7 && req.RequireStable)
+	if !a.authorize(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, req.Group) {
+		// OffsetFetchResponse for one group: the error at the top from v2; v0 (whose
+		// error response names every partition) and v1 have no top-level error.
+		if req.Version >= 2 {
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		} else if req.Version == 0 {
+			for _, t := range topics {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.topic
+				for _, p := range t.parts {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, kerr.GroupAuthorizationFailed.Code
+					md := ""
+					rp.Metadata = &md
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		return resp, nil
+	}
+	offs, err := a.fetchGroupOffsetsAuthorized(rc, req.Group, topics, all, req.Version >= 7 && req.RequireStable)
 	if err != nil {
 		if req.Version >= 2 {
 			resp.ErrorCode = err.Code

@@ -18,10 +18,17 @@ func init() { registerAPI(0, 4, (*APIs).handleFindCoordinator) }
 func (a *APIs) handleFindCoordinator(ctx context.Context, rc *RequestContext, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (int32, string, int32, *kerr.Error) {
+		// KafkaApis.getCoordinator: DESCRIBE on the group or transactional id first.
 		switch req.CoordinatorType {
 		case 0:
+			if !a.authorize(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key) {
+				return -1, "", -1, kerr.GroupAuthorizationFailed
+			}
 			return a.findGroupCoordinator(ctx, rc, key)
 		case 1:
+			if !a.authorize(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key) {
+				return -1, "", -1, kerr.TransactionalIDAuthorizationFailed
+			}
 			return a.findTxnCoordinator(ctx, rc, key)
 		}
 		return -1, "", -1, kerr.InvalidRequest

@@ -24,6 +24,14 @@ func (a *APIs) handleJoinGroup(ctx context.Context, rc *RequestContext, req *kms
 		resp.ErrorCode, resp.Generation = kerr.UnsupportedVersion.Code, -1
 		return resp, nil
 	}
+	if !a.authorize(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) { // KafkaApis: READ on the group
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		if req.Version < 7 {
+			empty := "" // JoinGroupRequest.getErrorResponse: UNKNOWN_PROTOCOL_NAME before v7
+			resp.Protocol = &empty
+		}
+		return resp, nil
+	}
 	jr := group.JoinRequest{
 		GroupID: req.Group, MemberID: req.MemberID, GroupInstanceID: req.InstanceID,
 		RequireKnownMemberID: req.Version >= 4, SkipAssignmentOK: req.Version >= 9,

@@ -17,6 +17,10 @@ func (a *APIs) handleHeartbeat(ctx context.Context, rc *RequestContext, req *kms
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return resp, nil
 	}
+	if !a.authorize(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) { // KafkaApis: READ on the group
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	resp.ErrorCode = errCode(a.groupCoordinator().Heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation))
 	return resp, nil
 }

@@ -6,6 +6,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/coordinator/group"
@@ -15,6 +16,10 @@ func init() { registerAPI(0, 5, (*APIs).handleLeaveGroup) }
 
 func (a *APIs) handleLeaveGroup(ctx context.Context, rc *RequestContext, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !a.authorize(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) { // KafkaApis: READ on the group
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	var members []group.MemberIdentity
 	if req.Version < 3 {
 		members = []group.MemberIdentity{{MemberID: req.MemberID}}

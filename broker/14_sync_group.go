@@ -23,6 +23,10 @@ func (a *APIs) handleSyncGroup(ctx context.Context, rc *RequestContext, req *kms
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return resp, nil
 	}
+	if !a.authorize(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) { // KafkaApis: READ on the group
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	sr := group.SyncRequest{GroupID: req.Group, GenerationID: req.Generation, MemberID: req.MemberID,
 		GroupInstanceID: req.InstanceID, Assignments: map[string][]byte{}}
 	if req.Version >= 5 {

@@ -19,7 +19,13 @@ func (a *APIs) handleListGroups(ctx context.Context, rc *RequestContext, req *km
 	}
 	groups, err := a.groupCoordinator().ListGroups(states)
 	resp.ErrorCode = errCode(err)
+	// KafkaApis: DESCRIBE on the cluster lists every group, else only the groups the
+	// principal may DESCRIBE.
+	all := a.authorizeCluster(rc, kmsg.ACLOperationDescribe)
 	for _, g := range groups {
+		if !all && !a.authorize(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.GroupID) {
+			continue
+		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group, lg.ProtocolType, lg.GroupState = g.GroupID, g.ProtocolType, g.State
 		resp.Groups = append(resp.Groups, lg)

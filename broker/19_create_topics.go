@@ -7,7 +7,10 @@ package broker
 // response waits (DelayedCreatePartitions) until every new partition has a leader in this
 // broker's metadata cache or timeout_ms passes (then REQUEST_TIMED_OUT, as Kafka: the topic
 // is created anyway). timeout_ms <= 0 answers REQUEST_TIMED_OUT at once for created topics.
-// Deviations: no authorizer, no CreateTopicPolicy, no controller mutation quota.
+// CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED; without
+// DESCRIBE_CONFIGS the answer carries no configs (topic_config_error_code
+// TOPIC_AUTHORIZATION_FAILED). __cluster_metadata is never created, as in Kafka.
+// Deviations: no CreateTopicPolicy, no controller mutation quota.
 
 import (
 	"context"
@@ -18,6 +21,9 @@ import (
 )
 
 func init() { registerAPI(0, 7, (*APIs).handleCreateTopics) }
+
+// clusterMetadataTopicName is Topic.CLUSTER_METADATA_TOPIC_NAME, which CreateTopics refuses.
+const clusterMetadataTopicName = "__cluster_metadata"
 
 func (a *APIs) handleCreateTopics(ctx context.Context, rc *RequestContext, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -52,16 +58,44 @@ func (a *APIs) handleCreateTopics(ctx context.Context, rc *RequestContext, req *
 		res     *kmsg.CreateTopicsResponseTopic
 		created createdTopic
 		err     error
+		// hideConfigs: no DESCRIBE_CONFIGS, so the result says only whether it worked.
+		hideConfigs bool
 	}
+	// KafkaApis: CREATE on the cluster, or else on each topic; DESCRIBE_CONFIGS on a topic
+	// decides whether its configs, partition count, replication factor and id are returned
+	// (TOPIC_AUTHORIZATION_FAILED in topic_config_error_code otherwise). The KRaft metadata
+	// topic's name is never creatable.
+	allTopics := func(add func(string)) {
+		for _, t := range req.Topics {
+			if t.Topic != clusterMetadataTopicName {
+				add(t.Topic)
+			}
+		}
+	}
+	creatable := authzSet{}
+	if !a.authorizeCluster(rc, kmsg.ACLOperationCreate) {
+		creatable = a.filterAuthorized(rc, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, allTopics)
+	}
+	describable := a.filterAuthorized(rc, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, allTopics)
 	var todo []*pending
 	for i, t := range req.Topics {
+		showConfigs := describable.has(t.Topic) && t.Topic != clusterMetadataTopicName
+		if !showConfigs {
+			results[i].ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		}
 		if count[t.Topic] > 1 {
 			results[i].ErrorCode = kerr.InvalidRequest.Code
 			m := "Found multiple entries for this topic."
 			results[i].ErrorMessage = &m
 			continue
 		}
-		todo = append(todo, &pending{idx: i, res: results[i]})
+		if !creatable.has(t.Topic) || t.Topic == clusterMetadataTopicName {
+			results[i].ErrorCode = kerr.TopicAuthorizationFailed.Code
+			m := "Authorization failed."
+			results[i].ErrorMessage = &m
+			continue
+		}
+		todo = append(todo, &pending{idx: i, res: results[i], hideConfigs: !showConfigs})
 	}
 
 	live, liveErr := ad.liveBrokers()
@@ -125,6 +159,10 @@ func (a *APIs) handleCreateTopics(ctx context.Context, rc *RequestContext, req *
 
 	for _, p := range todo {
 		r := p.res
+		if p.err == nil && p.hideConfigs {
+			r.Configs = []kmsg.CreateTopicsResponseTopicConfig{} // the schema's default: empty, not null
+			continue
+		}
 		if p.created.TopicID != ([16]byte{}) {
 			r.TopicID = p.created.TopicID
 		}

@@ -7,7 +7,8 @@ package broker
 // (an existing marker is fine) and waits (DelayedDeleteTopics) until the topic is gone from
 // the metadata cache, answering REQUEST_TIMED_OUT for topics still there after timeout_ms
 // (at once when timeout_ms <= 0). The controller's deletion manager does the deleting.
-// Deviations: no authorizer, no controller mutation quota.
+// DELETE on each topic (TOPIC_AUTHORIZATION_FAILED); a topic named by id without DESCRIBE
+// loses its name in the answer. Deviations: no controller mutation quota.
 
 import (
 	"context"
@@ -68,16 +69,41 @@ func (a *APIs) handleDeleteTopics(ctx context.Context, rc *RequestContext, req *
 		}
 	}
 
-	var toDelete []int
+	byID := make([]bool, len(results))
 	for i := range results {
 		r := &results[i]
 		if r.TopicID != ([16]byte{}) {
+			byID[i] = true
 			if name, ok := a.Metadata.TopicName(r.TopicID); ok {
 				r.Topic = strp(name)
-			} else {
-				r.ErrorCode = kerr.UnknownTopicID.Code
-				continue
 			}
+		}
+	}
+	// KafkaApis: DELETE on each topic; a topic named by id without DESCRIBE on it keeps
+	// its name secret.
+	names := func(add func(string)) {
+		for i := range results {
+			if results[i].Topic != nil {
+				add(*results[i].Topic)
+			}
+		}
+	}
+	describable := a.filterAuthorized(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, names)
+	deletable := a.filterAuthorized(rc, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, names)
+	var toDelete []int
+	for i := range results {
+		r := &results[i]
+		if byID[i] && r.Topic == nil {
+			r.ErrorCode = kerr.UnknownTopicID.Code
+			continue
+		}
+		if byID[i] && !describable.has(*r.Topic) {
+			r.Topic, r.ErrorCode = nil, kerr.TopicAuthorizationFailed.Code
+			continue
+		}
+		if r.Topic != nil && !deletable.has(*r.Topic) {
+			r.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			continue
 		}
 		if r.Topic == nil || !a.Metadata.Contains(*r.Topic) {
 			r.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/logstore"
@@ -30,12 +31,23 @@ func (a *APIs) handleDeleteRecords(ctx context.Context, rc *RequestContext, req 
 		offsets []int64
 		slots   []slot
 	)
+	// KafkaApis: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+	deletable := a.filterAuthorized(rc, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for _, rt := range req.Topics {
+			add(rt.Topic)
+		}
+	})
 	for _, rt := range req.Topics {
 		ot := kmsg.NewDeleteRecordsResponseTopic()
 		ot.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewDeleteRecordsResponseTopicPartition()
 			op.Partition, op.LowWatermark = rp.Partition, -1
+			if !deletable.has(rt.Topic) {
+				op.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				ot.Partitions = append(ot.Partitions, op)
+				continue
+			}
 			slots = append(slots, slot{len(resp.Topics), len(ot.Partitions)})
 			tps = append(tps, logstore.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
 			offsets = append(offsets, rp.Offset)

@@ -28,6 +28,18 @@ func init() { registerAPI(0, 4, (*APIs).handleInitProducerID) }
 func (a *APIs) handleInitProducerID(ctx context.Context, rc *RequestContext, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	// KafkaApis: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the
+	// cluster or WRITE on some topic.
+	if req.TransactionalID != nil {
+		if !a.authorize(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionalID) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return resp, nil
+		}
+	} else if !a.authorizeCluster(rc, kmsg.ACLOperationIdempotentWrite) &&
+		!a.authorizeByResourceType(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil

@@ -13,6 +13,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/logstore"
@@ -27,12 +28,27 @@ func (a *APIs) handleOffsetForLeaderEpoch(ctx context.Context, rc *RequestContex
 		replicaID = req.ReplicaID
 	}
 	fetchOnlyFromLeader := replicaID != debuggingReplicaID
+	// KafkaApis: CLUSTER_ACTION (followers) covers every topic; otherwise DESCRIBE on each
+	// topic (consumers checking for truncation, KIP-320).
+	describable := authzSet{}
+	if !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction) {
+		describable = a.filterAuthorized(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+			for _, rt := range req.Topics {
+				add(rt.Topic)
+			}
+		})
+	}
 	for _, rt := range req.Topics {
 		ot := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		ot.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			op.Partition = rp.Partition
+			if !describable.has(rt.Topic) {
+				op.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				ot.Partitions = append(ot.Partitions, op)
+				continue
+			}
 			current := int32(-1)
 			if req.Version >= 2 {
 				current = rp.CurrentLeaderEpoch

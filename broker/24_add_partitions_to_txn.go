@@ -7,9 +7,10 @@ package broker
 // leaders and batches transactions, each either added or, with VerifyOnly, only checked
 // against the coordinator's state (the leader's transaction verification before a producer's
 // first transactional batch). As Kafka:
-//   - every partition of a transaction is checked first: an internal topic (v0-3 only: the
-//     write authorization Kafka checks excludes internal topics) gets
-//     TOPIC_AUTHORIZATION_FAILED, an unknown partition UNKNOWN_TOPIC_OR_PARTITION, and the
+//   - v4+ needs CLUSTER_ACTION (brokers only), v0-3 WRITE on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition);
+//   - every partition of a transaction is checked first: a topic without WRITE (v0-3 only;
+//     never granted for internal topics) gets TOPIC_AUTHORIZATION_FAILED, an unknown partition UNKNOWN_TOPIC_OR_PARTITION, and the
 //     others OPERATION_NOT_ATTEMPTED, without asking the coordinator;
 //   - otherwise the coordinator's one error code goes to every partition of the transaction
 //     (VerifyOnly: its per-partition codes);
@@ -53,6 +54,11 @@ func (t *txnPartitions) add(topic string, partitions []int32) {
 
 func (a *APIs) handleAddPartitionsToTxn(ctx context.Context, rc *RequestContext, req *kmsg.AddPartitionsToTxnRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version >= 4 && !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction) {
+		// v4+ comes from brokers only (KafkaApis: CLUSTER_ACTION); a top-level error.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	var txns []*txnPartitions
 	if req.Version < 4 {
 		t := &txnPartitions{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch, parts: map[string][]int32{}}
@@ -73,14 +79,14 @@ func (a *APIs) handleAddPartitionsToTxn(ctx context.Context, rc *RequestContext,
 	// Kafka hands each transaction to the coordinator at once and answers when all are done.
 	results := make([]map[string]map[int32]int16, len(txns))
 	if len(txns) == 1 {
-		results[0] = a.addPartitionsToTxn(ctx, req.Version, txns[0])
+		results[0] = a.addPartitionsToTxn(ctx, rc, req.Version, txns[0])
 	} else {
 		var wg sync.WaitGroup
 		for i, t := range txns {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = a.addPartitionsToTxn(ctx, req.Version, t)
+				results[i] = a.addPartitionsToTxn(ctx, rc, req.Version, t)
 			}()
 		}
 		wg.Wait()
@@ -118,7 +124,7 @@ func (a *APIs) handleAddPartitionsToTxn(ctx context.Context, rc *RequestContext,
 }
 
 // addPartitionsToTxn handles one transaction and returns the error of each partition.
-func (a *APIs) addPartitionsToTxn(ctx context.Context, version int16, t *txnPartitions) map[string]map[int32]int16 {
+func (a *APIs) addPartitionsToTxn(ctx context.Context, rc *RequestContext, version int16, t *txnPartitions) map[string]map[int32]int16 {
 	out := make(map[string]map[int32]int16, len(t.topics))
 	all := func(code int16) map[string]map[int32]int16 {
 		for _, topic := range t.topics {
@@ -133,6 +139,21 @@ func (a *APIs) addPartitionsToTxn(ctx context.Context, version int16, t *txnPart
 		}
 		return out
 	}
+	// KafkaApis: client requests (before v4) need WRITE on the transactional id, then WRITE
+	// on each topic (never granted for internal topics).
+	if version < 4 && !a.authorize(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, t.id) {
+		return all(kerr.TransactionalIDAuthorizationFailed.Code)
+	}
+	writable := authzSet{}
+	if version < 4 {
+		writable = a.filterAuthorized(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+			for _, topic := range t.topics {
+				if !isInternalTopicName(topic) {
+					add(topic)
+				}
+			}
+		})
+	}
 	failed := false
 	perPartition := map[string]map[int32]int16{}
 	for _, topic := range t.topics {
@@ -140,7 +161,7 @@ func (a *APIs) addPartitionsToTxn(ctx context.Context, version int16, t *txnPart
 		for _, p := range t.parts[topic] {
 			code := int16(0)
 			switch {
-			case version < 4 && isInternalTopicName(topic):
+			case version < 4 && (isInternalTopicName(topic) || !writable.has(topic)):
 				code = kerr.TopicAuthorizationFailed.Code
 			case !a.partitionExists(topic, p):
 				code = kerr.UnknownTopicOrPartition.Code

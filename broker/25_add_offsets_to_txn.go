@@ -9,6 +9,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/coordinator/group"
@@ -18,6 +19,15 @@ func init() { registerAPI(0, 3, (*APIs).handleAddOffsetsToTxn) }
 
 func (a *APIs) handleAddOffsetsToTxn(ctx context.Context, rc *RequestContext, req *kmsg.AddOffsetsToTxnRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	// KafkaApis: WRITE on the transactional id, then READ on the group.
+	if !a.authorize(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
+	if !a.authorize(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	p := group.PartitionFor(req.Group, a.groupConfig().NumPartitions)
 	code := a.txnCoordinator().HandleAddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch,
 		map[string][]int32{GroupMetadataTopicName: {p}})

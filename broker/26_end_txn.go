@@ -9,6 +9,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -16,6 +17,10 @@ func init() { registerAPI(0, 3, (*APIs).handleEndTxn) }
 
 func (a *APIs) handleEndTxn(ctx context.Context, rc *RequestContext, req *kmsg.EndTxnRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if !a.authorize(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) { // KafkaApis
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	code := a.txnCoordinator().HandleEndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
 	resp.ErrorCode = fencedForVersion(code, req.Version, 2)
 	return resp, nil

@@ -18,7 +18,8 @@ package broker
 //     (GroupCoordinator.onTransactionCompleted).
 //   - The response has one entry per producer id (Kafka keys its result map by producer id,
 //     so two markers of one producer share an entry), in request order here.
-// Deviations: no authorization (Kafka needs CLUSTER_ACTION or ALTER on the cluster).
+//   - Only brokers write markers: CLUSTER_ACTION on the cluster, else every partition
+//     answers CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/logstore"
@@ -44,12 +46,20 @@ func (a *APIs) handleWriteTxnMarkers(ctx context.Context, rc *RequestContext, re
 	}
 	perMarker := make([][]result, len(req.Markers))
 	var slots [][]slot
+	// KafkaApis: only brokers (CLUSTER_ACTION) write markers; otherwise every partition
+	// answers CLUSTER_AUTHORIZATION_FAILED (WriteTxnMarkersRequest.getErrorResponse).
+	denied := !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction)
 	for mi, m := range req.Markers {
 		var ms []slot
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
 				tp := logstore.TopicPartition{Topic: t.Topic, Partition: p}
 				perMarker[mi] = append(perMarker[mi], result{tp: tp})
+				if denied {
+					perMarker[mi][len(perMarker[mi])-1].code = kerr.ClusterAuthorizationFailed.Code
+					ms = append(ms, slot{mi, -1})
+					continue
+				}
 				if !a.Replicas.hasLocalLog(tp) {
 					perMarker[mi][len(perMarker[mi])-1].code = ErrorCode(fmt.Errorf("%s: no local log: %w", tp, ErrUnknownTopicOrPartition))
 					ms = append(ms, slot{mi, -1})

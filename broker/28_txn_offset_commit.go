@@ -27,6 +27,33 @@ func init() { registerAPI(0, 3, (*APIs).handleTxnOffsetCommit) }
 
 func (a *APIs) handleTxnOffsetCommit(ctx context.Context, rc *RequestContext, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	// KafkaApis: WRITE on the transactional id, READ on the group (each failure answers
+	// every partition), then READ on each topic.
+	var reqErr *kerr.Error
+	switch {
+	case !a.authorize(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID):
+		reqErr = kerr.TransactionalIDAuthorizationFailed
+	case !a.authorize(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group):
+		reqErr = kerr.GroupAuthorizationFailed
+	}
+	if reqErr != nil {
+		for _, t := range req.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, reqErr.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	readable := a.filterAuthorized(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for _, t := range req.Topics {
+			add(t.Topic)
+		}
+	})
 	now := a.now().UnixMilli()
 	tcr := group.TxnCommitRequest{GroupID: req.Group, TransactionalID: req.TransactionalID, ProducerID: req.ProducerID,
 		ProducerEpoch: req.ProducerEpoch, MemberID: req.MemberID, GroupInstanceID: req.InstanceID, GenerationID: req.Generation,
@@ -39,6 +66,10 @@ func (a *APIs) handleTxnOffsetCommit(ctx context.Context, rc *RequestContext, re
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := group.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			if !readable.has(t.Topic) {
+				errs[tp] = kerr.TopicAuthorizationFailed
+				continue
+			}
 			if a.Metadata != nil {
 				if _, ok := a.Metadata.Partition(logstore.TopicPartition{Topic: t.Topic, Partition: p.Partition}); !ok {
 					errs[tp] = kerr.UnknownTopicOrPartition

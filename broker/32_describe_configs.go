@@ -5,8 +5,8 @@ package broker
 // Kafka does (topic override, then static broker key, then Kafka default; synonyms listed
 // from the primary broker key on). Broker resources: this broker's properties (empty name:
 // the dynamic cluster defaults, which samsa does not have yet, so none). BROKER_LOGGER: the
-// root logger. Deviations: no documentation strings (null), no dynamic broker configs, no
-// authorizer.
+// root logger. DESCRIBE_CONFIGS on the topic or the cluster, else TOPIC_/CLUSTER_AUTHORIZATION_FAILED
+// (authz.go). Deviations: no documentation strings (null), no dynamic broker configs.
 
 import (
 	"context"
@@ -322,6 +322,19 @@ func (a *APIs) handleDescribeConfigs(ctx context.Context, rc *RequestContext, re
 	for _, res := range req.Resources {
 		r := kmsg.NewDescribeConfigsResponseResource()
 		r.ResourceType, r.ResourceName = res.ResourceType, res.ResourceName
+		// ConfigHelper.handleDescribeConfigsRequest: DESCRIBE_CONFIGS on the topic or the
+		// cluster; the answer then carries the error's default message and no configs.
+		if denied := a.configResourceAuthorized(rc, kmsg.ACLOperationDescribeConfigs, int8(res.ResourceType), res.ResourceName); denied != nil {
+			r.ErrorCode = denied.code.Code
+			msg := "Topic authorization failed."
+			if denied.code == kerr.ClusterAuthorizationFailed {
+				msg = "Cluster authorization failed."
+			}
+			r.ErrorMessage = &msg
+			r.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
+			resp.Resources = append(resp.Resources, r)
+			continue
+		}
 		entries, err := a.describeResource(ad, res, req.IncludeSynonyms)
 		if err != nil {
 			r.ErrorCode, r.ErrorMessage = apiErrorParts(err)

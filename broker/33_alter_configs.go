@@ -42,6 +42,12 @@ func (a *APIs) handleAlterConfigs(ctx context.Context, rc *RequestContext, req *
 				}
 				cfg[c.Name] = *c.Value
 			}
+			if err == nil && int8(res.ResourceType) != resourceBrokerLogger {
+				// KafkaApis: ALTER_CONFIGS on the topic or the cluster (null message).
+				if denied := a.configResourceAuthorized(rc, kmsg.ACLOperationAlterConfigs, int8(res.ResourceType), res.ResourceName); denied != nil {
+					err = denied
+				}
+			}
 			if err == nil {
 				err = a.alterResourceConfig(ad, int8(res.ResourceType), res.ResourceName, cfg, req.ValidateOnly)
 			}

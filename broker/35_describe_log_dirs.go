@@ -29,6 +29,10 @@ type logDirLister interface {
 
 func (a *APIs) handleDescribeLogDirs(ctx context.Context, rc *RequestContext, req *kmsg.DescribeLogDirsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !a.authorizeCluster(rc, kmsg.ACLOperationDescribe) { // KafkaApis: DESCRIBE on the cluster
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	lister, ok := a.Replicas.cfg.Logs.(logDirLister)
 	if !ok {
 		return resp, nil

@@ -6,7 +6,8 @@ package broker
 // written to /brokers/topics/<t> conditionally on the version read; the controller's topic
 // data watch creates the partitions. Like CreateTopics, the answer waits for leaders of all
 // the topic's partitions (DelayedCreatePartitions) up to timeout_ms.
-// Deviations: no authorizer, no controller mutation quota; a concurrent change of the topic
+// ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED (authz.go).
+// Deviations: no controller mutation quota; a concurrent change of the topic
 // znode (Kafka writes unconditionally) is retried from a fresh read.
 
 import (
@@ -56,6 +57,14 @@ func (a *APIs) handleCreatePartitions(ctx context.Context, rc *RequestContext, r
 	var todo []*pending
 	var errs []*pending
 	reported := map[string]bool{}
+	// KafkaApis: ALTER on each (not duplicated) topic.
+	alterable := a.filterAuthorized(rc, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for _, t := range req.Topics {
+			if count[t.Topic] == 1 {
+				add(t.Topic)
+			}
+		}
+	})
 	for _, t := range req.Topics {
 		switch {
 		case count[t.Topic] > 1:
@@ -63,6 +72,8 @@ func (a *APIs) handleCreatePartitions(ctx context.Context, rc *RequestContext, r
 				reported[t.Topic] = true
 				errs = append(errs, &pending{topic: t.Topic, err: newAPIError(kerr.InvalidRequest, "Duplicate topic in request.")})
 			}
+		case !alterable.has(t.Topic):
+			errs = append(errs, &pending{topic: t.Topic, err: newAPIError(kerr.TopicAuthorizationFailed, "The topic authorization is failed.")})
 		case markedErr == nil && containsString(marked, t.Topic):
 			errs = append(errs, &pending{topic: t.Topic, err: newAPIError(kerr.InvalidTopicException, "The topic is queued for deletion.")})
 		default:

@@ -5,7 +5,7 @@ package broker
 // (controller.ElectLeaders; NOT_CONTROLLER for every partition when this broker is not the
 // active controller). As DelayedElectLeader does, the answer then waits until this broker's
 // metadata cache shows each newly elected leader, up to timeout_ms; partitions still waiting
-// get REQUEST_TIMED_OUT. Deviation: no authorizer. The elected leader is read back from the
+// get REQUEST_TIMED_OUT. ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED. The elected leader is read back from the
 // partition state znode, since the controller's answer does not carry it.
 
 import (
@@ -21,6 +21,23 @@ import (
 func init() { registerAPI(0, 2, (*APIs).handleElectLeaders) }
 
 func (a *APIs) handleElectLeaders(ctx context.Context, rc *RequestContext, req *kmsg.ElectLeadersRequest) (kmsg.Response, error) {
+	if !a.authorizeCluster(rc, kmsg.ACLOperationAlter) {
+		// KafkaApis: ALTER on the cluster, else the error at the top and on every partition
+		// named (none when the request asked for all of them).
+		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, t := range req.Topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
 	ad := a.admin()
 	if ad == nil || ad.controller == nil {
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)

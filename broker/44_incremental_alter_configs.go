@@ -41,6 +41,8 @@ func (a *APIs) handleIncrementalAlterConfigs(ctx context.Context, rc *RequestCon
 		var err error
 		if seen[fmt.Sprintf("%d/%s", res.ResourceType, res.ResourceName)] > 1 {
 			err = newAPIError(kerr.InvalidRequest, "Error due to duplicate config resources")
+		} else if denied := a.configResourceAuthorized(rc, kmsg.ACLOperationAlterConfigs, int8(res.ResourceType), res.ResourceName); denied != nil {
+			err = denied // KafkaApis: ALTER_CONFIGS on the topic or the cluster (null message)
 		} else {
 			err = a.incrementalAlter(ad, res, req.ValidateOnly)
 		}

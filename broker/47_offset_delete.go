@@ -6,6 +6,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/coordinator/group"
@@ -15,8 +16,22 @@ func init() { registerAPI(0, 0, (*APIs).handleOffsetDelete) }
 
 func (a *APIs) handleOffsetDelete(ctx context.Context, rc *RequestContext, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	// KafkaApis: DELETE on the group (else a top-level GROUP_AUTHORIZATION_FAILED), READ on
+	// each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
+	if !a.authorize(rc, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	readable := a.filterAuthorized(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, func(add func(string)) {
+		for _, t := range req.Topics {
+			add(t.Topic)
+		}
+	})
 	var tps []group.TopicPartition
 	for _, t := range req.Topics {
+		if !readable.has(t.Topic) {
+			continue
+		}
 		for _, p := range t.Partitions {
 			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
@@ -33,6 +48,9 @@ func (a *APIs) handleOffsetDelete(ctx context.Context, rc *RequestContext, req *
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.ErrorCode = errCode(errs[group.TopicPartition{Topic: t.Topic, Partition: p.Partition}])
+			if !readable.has(t.Topic) {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

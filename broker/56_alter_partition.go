@@ -15,6 +15,11 @@ import (
 func init() { registerAPI(0, 3, (*APIs).handleAlterPartition) }
 
 func (a *APIs) handleAlterPartition(ctx context.Context, rc *RequestContext, req *kmsg.AlterPartitionRequest) (kmsg.Response, error) {
+	if !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction) { // KafkaApis: CLUSTER_ACTION
+		resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	ad := a.admin()
 	if ad == nil || ad.controller == nil {
 		resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)

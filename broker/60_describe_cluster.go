@@ -6,7 +6,9 @@ package broker
 // controller id (-1 when unknown or not among those brokers), the cluster id. A ZK broker
 // is a BROKER endpoint (type 1); v1 requests for another type get MISMATCHED_ENDPOINT_TYPE,
 // unknown types UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0).
-// Deviations: no authorizer, so authorized operations are all cluster operations.
+// Authorized operations (when asked): the principal's cluster operations, 0 without
+// DESCRIBE on the cluster, all of them without an authorizer (authz.go).
+// Deviations: none.
 
 import (
 	"context"
@@ -26,7 +28,7 @@ const (
 
 // clusterOperations is the bit field of AclEntry.supportedOperations(CLUSTER): CREATE,
 // CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE, all
-// allowed without an authorizer.
+// allowed without an authorizer (authz.go computes the same from aclSupportedOperations).
 const clusterOperations int32 = 1<<5 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<7 | 1<<8
 
 func (a *APIs) handleDescribeCluster(ctx context.Context, rc *RequestContext, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
@@ -56,7 +58,8 @@ func (a *APIs) handleDescribeCluster(ctx context.Context, rc *RequestContext, re
 
 	resp.ClusterAuthorizedOperations = math.MinInt32
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOperations
+		// AuthHelper.computeDescribeClusterResponse: 0 without DESCRIBE on the cluster.
+		resp.ClusterAuthorizedOperations = a.clusterAuthorizedOperations(rc)
 	}
 	resp.ClusterID = a.ClusterID
 	resp.EndpointType = endpointTypeBroker

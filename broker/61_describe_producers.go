@@ -9,7 +9,7 @@ package broker
 //     known but not hosted here (or without a log) is NOT_LEADER_OR_FOLLOWER. Any replica
 //     with a log answers, leader or follower, as in Kafka (the admin client asks the leader
 //     unless told a broker id).
-// Deviations: no authorization (Kafka needs READ on the topic).
+// READ on the topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 
 import (
 	"context"
@@ -27,6 +27,16 @@ func (a *APIs) handleDescribeProducers(ctx context.Context, rc *RequestContext, 
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
+		// KafkaApis: a valid topic name first, then READ on the topic.
+		if validateTopicName(t.Topic) == nil && !a.authorize(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic) {
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeProducersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		for _, p := range t.Partitions {
 			tp := logstore.TopicPartition{Topic: t.Topic, Partition: p}
 			rt.Partitions = append(rt.Partitions, a.Replicas.ActiveProducerState(tp))

@@ -11,7 +11,10 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/coordinator/transaction"
 )
 
 func init() { registerAPI(0, 0, (*APIs).handleDescribeTransactions) }
@@ -21,7 +24,16 @@ func (a *APIs) handleDescribeTransactions(ctx context.Context, rc *RequestContex
 	if len(req.TransactionalIDs) == 0 {
 		return resp, nil
 	}
-	for _, d := range a.txnCoordinator().DescribeTransactions(req.TransactionalIDs) {
+	// KafkaApis: DESCRIBE on each transactional id, and only the partitions of topics the
+	// principal may DESCRIBE.
+	c := a.txnCoordinator()
+	for _, id := range req.TransactionalIDs {
+		var d transaction.TransactionDescription
+		if a.authorize(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, id) {
+			d = c.DescribeTransactions([]string{id})[0]
+		} else {
+			d = transaction.TransactionDescription{TransactionalID: id, ErrCode: kerr.TransactionalIDAuthorizationFailed.Code}
+		}
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ErrorCode = d.TransactionalID, d.ErrCode
 		if d.ErrCode == 0 {
@@ -33,6 +45,9 @@ func (a *APIs) handleDescribeTransactions(ctx context.Context, rc *RequestContex
 			}
 			sort.Strings(topics)
 			for _, topic := range topics {
+				if !a.authorize(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic) {
+					continue
+				}
 				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 				t.Topic = topic
 				t.Partitions = slices.Sorted(slices.Values(d.Partitions[topic]))

@@ -20,6 +20,9 @@ func (a *APIs) handleListTransactions(ctx context.Context, rc *RequestContext, r
 	resp.ErrorCode = code
 	resp.UnknownStateFilters = unknown
 	for _, l := range listing {
+		if !a.authorize(rc, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, l.TransactionalID) {
+			continue // KafkaApis: only transactional ids the principal may DESCRIBE
+		}
 		st := kmsg.NewListTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.TransactionState = l.TransactionalID, l.ProducerID, l.State
 		resp.TransactionStates = append(resp.TransactionStates, st)

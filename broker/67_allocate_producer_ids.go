@@ -3,7 +3,7 @@ package broker
 // 67_allocate_producer_ids.go — AllocateProducerIds v0 (KafkaApis.handleAllocateProducerIdsRequest,
 // ZK mode): a broker's ProducerIdManager asks the controller for a block of producer ids. Only
 // the active controller serves it (controller.AllocateProducerIDs); elsewhere NOT_CONTROLLER.
-// Deviation: no CLUSTER_ACTION authorization (samsa has no ACLs).
+// CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -15,6 +15,11 @@ import (
 func init() { registerAPI(0, 0, (*APIs).handleAllocateProducerIDs) }
 
 func (a *APIs) handleAllocateProducerIDs(ctx context.Context, rc *RequestContext, req *kmsg.AllocateProducerIDsRequest) (kmsg.Response, error) {
+	if !a.authorizeCluster(rc, kmsg.ACLOperationClusterAction) { // KafkaApis: CLUSTER_ACTION
+		resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	ad := a.admin()
 	if ad == nil || ad.controller == nil {
 		resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)

@@ -144,7 +144,7 @@ func (a *alterPartitionManager) send(ctx context.Context, prop *isrProposal) (*k
 			return nil, fmt.Errorf("controller %d has no %s endpoint", id, a.rm.fetchers.cfg.Listener)
 		}
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := kclient.Dial(dctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), fmt.Sprintf("broker-%d-alter-partition", a.rm.cfg.BrokerID))
+		c, err := a.rm.cfg.Dialer.Dial(dctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), fmt.Sprintf("broker-%d-alter-partition", a.rm.cfg.BrokerID))
 		cancel()
 		if err != nil {
 			return nil, err

@@ -35,6 +35,8 @@ import (
 	"github.com/samsa-kafka/samsa/controller"
 	"github.com/samsa-kafka/samsa/internal/config"
 	"github.com/samsa-kafka/samsa/internal/kclient"
+	"github.com/samsa-kafka/samsa/internal/security/sasl"
+	"github.com/samsa-kafka/samsa/internal/security/tlsconf"
 	"github.com/samsa-kafka/samsa/logstore"
 	"github.com/samsa-kafka/samsa/zkmeta"
 )
@@ -49,6 +51,7 @@ type boundListener struct {
 	ln     net.Listener
 	port   int32
 	server *SocketServer
+	sec    *ListenerSecurity // nil: PLAINTEXT
 }
 
 // Broker is KafkaServer. New builds it without I/O; Start brings it up; Shutdown stops it.
@@ -74,6 +77,10 @@ type Broker struct {
 	admin     *adminState
 	ctrl      *controller.Controller
 	listeners []*boundListener
+	scram     *scramCredentialCache // SCRAM credentials of /config/users (scram_credentials.go)
+	// dialer is the client side of the inter-broker listener (TLS, SASL) every connection to
+	// another broker uses; nil dials plain TCP.
+	dialer *kclient.Dialer
 
 	runCtx    context.Context // background work; cancelled by Shutdown
 	runCancel context.CancelFunc
@@ -212,7 +219,11 @@ func (b *Broker) start(ctx context.Context) error {
 	if sessionTimeout <= 0 {
 		sessionTimeout = 18 * time.Second
 	}
-	zk, err := zkmeta.Connect(connCtx, cfg.ZookeeperConnect, sessionTimeout, b.log)
+	zkSec, err := zkmeta.SecurityFromProps(cfg.Props)
+	if err != nil {
+		return fmt.Errorf("zookeeper security: %w", err)
+	}
+	zk, err := zkmeta.ConnectSecure(connCtx, cfg.ZookeeperConnect, sessionTimeout, b.log, zkSec)
 	if err != nil {
 		return fmt.Errorf("connect to zookeeper %s: %w", cfg.ZookeeperConnect, err)
 	}
@@ -254,6 +265,21 @@ func (b *Broker) start(ctx context.Context) error {
 	}
 	b.log = b.log.WithField("broker", b.brokerID)
 	log := b.log
+
+	// Security, before anything serves (KafkaServer.startup builds the credential provider
+	// and each listener's channel builder first): a listener whose TLS or SASL settings cannot
+	// be honoured stops start-up here, naming the listener.
+	b.scram = newScramCredentialCache(zk, log.WithField("component", "scram"))
+	if err := b.scram.load(); err != nil {
+		return fmt.Errorf("load SCRAM credentials: %w", err)
+	}
+	secs, err := b.listenerSecurities()
+	if err != nil {
+		return err
+	}
+	if b.dialer, err = b.interBrokerDialer(); err != nil {
+		return err
+	}
 
 	// LogManager.
 	props := cfg.Props
@@ -304,10 +330,11 @@ func (b *Broker) start(ctx context.Context) error {
 		TopicConfig: zk.GetTopicConfig,
 		Log:         log,
 		BrokerEpoch: b.BrokerEpoch,
+		Dialer:      b.dialer,
 	})
 	// Replica fetchers, AlterPartition sender, ISR expiration (ReplicaManager.startup).
 	b.replicas.Startup(b.runCtx)
-	b.ctrl = controller.New(controller.Config{
+	b.ctrl = controller.NewWithDialer(controller.Config{
 		BrokerID:                    b.brokerID,
 		InterBrokerListenerName:     cfg.InterBrokerListenerName,
 		SocketTimeout:               cfg.ControllerSocketTimeout,
@@ -320,13 +347,17 @@ func (b *Broker) start(ctx context.Context) error {
 			time.Second,
 		LeaderImbalancePerBrokerPercentage: int(propInt(props, "leader.imbalance.per.broker.percentage", 10)),
 		Log:                                log,
-	}, zk)
+	}, zk, b.dialer)
 	b.admin = &adminState{cfg: cfg, brokerID: b.brokerID, zk: zk, ctrl: b.ctrl, controller: b.ctrl, metadata: b.metadata,
 		log: log.WithField("component", "admin")}
 	b.apis = NewAPIs(cfg, b.brokerID, clusterID, b.replicas, b.metadata, log)
 	b.apis.Admin = b.admin
 	b.apis.AutoCreateTopic = b.admin.AutoCreateTopic
 	b.apis.IsController = b.ctrl.IsActive
+	// The authorizer (authorizer.class.name) with its ACLs loaded, before any listener serves.
+	if b.apis.Authorizer, err = newAuthorizer(ctx, b); err != nil {
+		return err
+	}
 
 	// Listeners: bind all first so a port clash fails start-up before anything is registered.
 	for _, l := range cfg.Listeners {
@@ -334,7 +365,7 @@ func (b *Broker) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("listen on %s://%s:%d: %w", l.Name, l.Host, l.Port, err)
 		}
-		bl := &boundListener{cfg: l, ln: ln, port: int32(ln.Addr().(*net.TCPAddr).Port)}
+		bl := &boundListener{cfg: l, ln: ln, port: int32(ln.Addr().(*net.TCPAddr).Port), sec: secs[l.Name]}
 		b.listeners = append(b.listeners, bl)
 	}
 	maxReq := cfg.SocketRequestMaxBytes
@@ -343,6 +374,7 @@ func (b *Broker) start(ctx context.Context) error {
 	}
 	for _, bl := range b.listeners {
 		bl.server = NewSocketServer(bl.ln, bl.cfg.Name, b.apis, maxReq, log.WithField("listener", bl.cfg.Name))
+		bl.server.Security = bl.sec
 		b.wg.Add(1)
 		go func(s *SocketServer) {
 			defer b.wg.Done()
@@ -539,6 +571,8 @@ func (b *Broker) shutdown() {
 		b.apis.ShutdownTxnCoordinator()
 		b.apis.ShutdownGroupCoordinator()
 		b.apis.ShutdownProducerIDManager()
+		// No request uses it any more: the listeners are closed.
+		closeAuthorizer(b.apis.Authorizer)
 	}
 	// ReplicaManager: parked produce/fetch waiters fail fast.
 	if b.replicas != nil {
@@ -618,7 +652,7 @@ func (b *Broker) sendControlledShutdown(addr string, timeout time.Duration) (don
 	log := b.log.WithFields(logrus.Fields{"component": "kafka.server", "controller_addr": addr})
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	conn, err := kclient.Dial(ctx, addr, fmt.Sprintf("broker-%d-controlled-shutdown", b.brokerID))
+	conn, err := b.dialer.Dial(ctx, addr, fmt.Sprintf("broker-%d-controlled-shutdown", b.brokerID))
 	if err != nil {
 		log.WithError(err).Warn("error connecting to the controller for controlled shutdown")
 		return false, true
@@ -698,4 +732,126 @@ func propInt(props map[string]string, key string, def int64) int64 {
 		}
 	}
 	return def
+}
+
+// listenerSecurities builds each listener's security from the broker properties, as
+// Kafka's ChannelBuilders.serverChannelBuilder does per listener: TLS from the
+// listener-prefixed or plain ssl.* keys (tlsconf), the principal mapping rules on SSL
+// listeners, and on SASL listeners the enabled mechanisms with their JAAS entries and the
+// SCRAM credential cache. PLAINTEXT listeners get nil.
+func (b *Broker) listenerSecurities() (map[string]*ListenerSecurity, error) {
+	props := b.cfg.Props
+	out := make(map[string]*ListenerSecurity, len(b.cfg.Listeners))
+	for _, l := range b.cfg.Listeners {
+		proto := l.SecurityProtocol
+		if proto == "" || proto == ProtocolPlaintext {
+			continue
+		}
+		ls := &ListenerSecurity{
+			Protocol:        proto,
+			ReauthMax:       listenerMs(props, l.Name, "connections.max.reauth.ms", 0),
+			FailedAuthDelay: listenerMs(props, l.Name, "connection.failed.authentication.delay.ms", 100),
+		}
+		var err error
+		if proto == ProtocolSSL || proto == ProtocolSASLSSL {
+			if ls.TLS, err = tlsconf.ServerConfig(props, l.Name); err != nil {
+				return nil, listenerError(l, err)
+			}
+		}
+		if proto == ProtocolSSL {
+			// The certificate names the principal only on SSL; on SASL_SSL SASL does.
+			if ls.Principals, err = tlsconf.PrincipalMapperFor(props, l.Name); err != nil {
+				return nil, listenerError(l, err)
+			}
+		}
+		if proto == ProtocolSASLPlaintext || proto == ProtocolSASLSSL {
+			srv, err := b.saslServer(l.Name)
+			if err != nil {
+				return nil, listenerError(l, err)
+			}
+			ls.SASL = srv
+		}
+		if err := ls.Validate(); err != nil {
+			return nil, listenerError(l, err)
+		}
+		out[l.Name] = ls
+	}
+	return out, nil
+}
+
+// listenerError names the listener in err unless tlsconf or sasl already did.
+func listenerError(l config.Listener, err error) error {
+	if strings.HasPrefix(err.Error(), "listener "+l.Name) {
+		return err
+	}
+	return fmt.Errorf("listener %s (%s): %w", l.Name, l.SecurityProtocol, err)
+}
+
+// listenerMs reads a millisecond property as the listener sees it (listener prefix first).
+func listenerMs(props map[string]string, listener, key string, def int64) time.Duration {
+	v, ok := config.ListenerValue(props, listener, key)
+	if !ok {
+		return time.Duration(def) * time.Millisecond
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return time.Duration(def) * time.Millisecond
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// interBrokerDialer is the client side of the inter-broker listener, as Kafka builds the
+// NetworkClient of its replica fetchers and controller channel from
+// security.inter.broker.protocol: TLS with that listener's ssl.* keys (trust store, and the
+// key store when the peers ask for a client certificate), SASL with
+// sasl.mechanism.inter.broker.protocol logging in with the username/password (or unsecured
+// OAUTHBEARER claims) of the listener's JAAS entry for that mechanism.
+func (b *Broker) interBrokerDialer() (*kclient.Dialer, error) {
+	props := b.cfg.Props
+	name := b.cfg.InterBrokerListenerName
+	if name == "" {
+		name = ProtocolPlaintext
+	}
+	proto := b.cfg.ListenerSecurityProtocolMap[name]
+	d := &kclient.Dialer{Timeout: time.Duration(propInt(props, "socket.connection.setup.timeout.max.ms", 30000)) * time.Millisecond}
+	var err error
+	if proto == ProtocolSSL || proto == ProtocolSASLSSL {
+		if d.TLS, err = tlsconf.ClientConfig(props, name); err != nil {
+			return nil, fmt.Errorf("inter-broker listener %s (%s): %w", name, proto, err)
+		}
+	}
+	if proto == ProtocolSASLPlaintext || proto == ProtocolSASLSSL {
+		mech := strings.TrimSpace(props["sasl.mechanism.inter.broker.protocol"])
+		entry, err := interBrokerJAAS(props, name, mech)
+		if err != nil {
+			return nil, fmt.Errorf("inter-broker listener %s (%s): %w", name, proto, err)
+		}
+		if d.SASL, err = kclient.MechanismFromJAAS(mech, entry.LoginModule, entry.Options, nil); err != nil {
+			return nil, fmt.Errorf("inter-broker listener %s (%s): sasl.mechanism.inter.broker.protocol %s: %w", name, proto, mech, err)
+		}
+	}
+	return d, nil
+}
+
+// interBrokerJAAS finds the JAAS entry the broker logs in to its peers with: the server
+// context of the inter-broker listener for the mechanism, as Kafka's
+// JaasContext.loadServerContext finds it (listener.name.<listener>.<mechanism>.sasl.jaas.config,
+// with both names in lower case).
+func interBrokerJAAS(props map[string]string, listener, mechanism string) (sasl.JAASEntry, error) {
+	key := config.ListenerPrefix(listener) + strings.ToLower(mechanism) + ".sasl.jaas.config"
+	v, ok := props[key]
+	if !ok || strings.TrimSpace(v) == "" {
+		return sasl.JAASEntry{}, fmt.Errorf("no JAAS configuration for %s: set %s (samsa reads no JAAS file)", mechanism, key)
+	}
+	e, err := sasl.ParseJAAS(v)
+	if err != nil {
+		return sasl.JAASEntry{}, fmt.Errorf("%s: %w", key, err)
+	}
+	return e, nil
+}
+
+// saslServer is the SASL server of one listener, with SCRAM credentials from the cache of
+// /config/users.
+func (b *Broker) saslServer(listener string) (*sasl.Server, error) {
+	return sasl.NewServer(sasl.Config{Props: b.cfg.Props, Listener: listener, Credentials: b.scram})
 }

@@ -10,8 +10,11 @@ package broker
 // meanwhile re-reads the config when created (LogManager.topicConfigUpdated). Notifications
 // older than 15 minutes are deleted on each pass (changeExpirationMs), as every broker does
 // in Kafka.
-// Deviations: broker, client, user and ip entities are logged and not applied (samsa has no
-// dynamic broker configs or quotas); throttled-replica lists are stored but not enforced.
+// A user's change re-reads its SCRAM credentials into the broker's credential cache
+// (UserConfigHandler → CredentialProvider.updateCredentials, scram_credentials.go).
+// Deviations: broker, client and ip entities and user quotas are logged and not applied
+// (samsa has no dynamic broker configs or quotas); throttled-replica lists are stored but
+// not enforced.
 
 import (
 	"context"
@@ -42,8 +45,10 @@ type configChangeListener struct {
 	// unclean.leader.election.enable (KafkaController.enableTopicUncleanLeaderElection).
 	topicChanged func(topic string)
 	brokerProps  map[string]string
-	log          *logrus.Entry
-	now          func() time.Time
+	// credentials is the SCRAM credential cache users/<user> changes update; nil ignores them.
+	credentials *scramCredentialCache
+	log         *logrus.Entry
+	now         func() time.Time
 	// lastExecuted is the sequence number of the last processed notification; -1 at start,
 	// so a (re)started broker re-applies every notification still present.
 	lastExecuted int64
@@ -57,6 +62,7 @@ func (b *Broker) startConfigChangeListener() {
 		topicConfigUpdated: b.logs.TopicConfigUpdated,
 		topicChanged:       b.ctrl.TopicConfigChanged,
 		brokerProps:        b.cfg.Props,
+		credentials:        b.scram,
 		log:                b.log.WithField("component", "config.change"),
 		now:                time.Now,
 		lastExecuted:       -1,
@@ -166,6 +172,16 @@ func (l *configChangeListener) processNotification(path string, data []byte) {
 		if v, ok := overrides["unclean.leader.election.enable"]; ok && strings.EqualFold(strings.TrimSpace(v), "true") && l.topicChanged != nil {
 			l.topicChanged(name)
 		}
+	case zkmeta.ConfigTypeUser:
+		if l.credentials == nil {
+			log.Debug("user config changed; no SCRAM credential cache on this broker")
+			return
+		}
+		if err := l.credentials.userConfigChanged(name); err != nil {
+			log.WithError(err).Warn("could not update SCRAM credentials after change notification")
+			return
+		}
+		log.Info("updated SCRAM credentials")
 	default:
 		log.Info("config change for an entity type samsa does not apply dynamically; ignored")
 	}

@@ -33,8 +33,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/samsa-kafka/samsa/internal/security"
 )
 
 // Errors from request decoding; the connection is closed on any of them.
@@ -154,6 +152,10 @@ type SocketServer struct {
 	// CopyFetchRecords turns zero-copy fetch off: record bytes are pread into the
 	// response instead of sent with sendfile. Set before Serve.
 	CopyFetchRecords bool
+	// Security is the listener's security protocol and what it needs (conn_security.go);
+	// nil is PLAINTEXT. On SSL and SASL_SSL listeners record bytes are always copied, as
+	// sendfile cannot write through TLS. Set before Serve.
+	Security *ListenerSecurity
 
 	l               net.Listener
 	listenerName    string
@@ -194,6 +196,11 @@ func (s *SocketServer) Serve(ctx context.Context) error {
 		s.mu.Unlock()
 		cancel()
 		return errors.New("broker: socket server closed or already serving")
+	}
+	if err := s.Security.Validate(); err != nil {
+		s.mu.Unlock()
+		cancel()
+		return fmt.Errorf("broker: listener %s: %w", s.listenerName, err)
 	}
 	s.cancel = cancel
 	s.done = make(chan struct{})
@@ -269,10 +276,21 @@ func (s *SocketServer) Close() {
 	}
 }
 
-// serveConn is one connection's loop: read, decode, handle, respond, repeat.
-func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
-	log := s.log.WithField("remote", c.RemoteAddr().String())
+// serveConn is one connection's loop: read, decode, handle, respond, repeat. On secured
+// listeners the TLS handshake comes first and SASL frames are answered by the
+// authenticator (conn_security.go) until the client has authenticated.
+func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
+	log := s.log.WithField("remote", raw.RemoteAddr().String())
 	log.Debug("connection accepted")
+	idle := s.ConnectionsMaxIdle
+	if idle <= 0 {
+		idle = 10 * time.Minute
+	}
+	c, sec, ok := s.secureConn(ctx, raw, idle, log)
+	if !ok {
+		return
+	}
+	auth := sec.auth
 	var (
 		sizeBuf [4]byte
 		reuse   []byte // last frame's buffer: requests do not outlive Handle
@@ -281,12 +299,8 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 		lastCID *string
 		zc      *zeroCopyFetch // nil unless plain TCP
 	)
-	if !s.CopyFetchRecords {
+	if !s.CopyFetchRecords && !s.Security.usesTLS() {
 		zc = zeroCopyFor(c)
-	}
-	idle := s.ConnectionsMaxIdle
-	if idle <= 0 {
-		idle = 10 * time.Minute
 	}
 	for {
 		if large != nil { // the previous request is done with its bytes
@@ -305,6 +319,11 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if auth != nil && !auth.complete() && (size < 0 || size > saslMaxReceiveSize) {
+			s.failAuthentication(ctx, c, log, &authFailure{delayed: true,
+				err: fmt.Errorf("Failing SASL authentication due to invalid receive size (%d bytes)", size)}, idle)
+			return
+		}
 		if size < 0 || size > s.maxRequestBytes {
 			s.badInput(log, fmt.Errorf("%w: %d bytes (socket.request.max.bytes=%d)", errFrameSize, size, s.maxRequestBytes))
 			return
@@ -321,6 +340,38 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 			large = body
 		}
 		received := time.Now()
+
+		principal := sec.principal
+		if auth != nil {
+			if auth.complete() && isSaslHandshake(body) {
+				auth.maybeBeginReauth(received)
+			}
+			if !auth.complete() {
+				reply, dispatch, f := auth.frame(body, received)
+				if f != nil {
+					s.failAuthentication(ctx, c, log, f, idle)
+					return
+				}
+				if !dispatch {
+					c.SetWriteDeadline(time.Now().Add(idle))
+					if _, err := c.Write(reply); err != nil {
+						log.WithError(err).Debug("SASL response write failed")
+						return
+					}
+					if auth.complete() {
+						log.WithFields(logrus.Fields{"principal": auth.principal.String(), "mechanism": auth.mechanism,
+							"reauthentications": auth.reauths, "session_expiry": auth.expiry}).Debug("SASL authentication complete")
+					}
+					continue
+				}
+				// ApiVersions before authentication: served as usual, anonymously.
+			} else if auth.expired(received) {
+				log.Debug("closing connection: SASL session expired without re-authentication")
+				return
+			} else {
+				principal = auth.principal
+			}
+		}
 
 		h, req, err := parseRequestReusing(body, lastCID)
 		if err != nil {
@@ -349,7 +400,7 @@ func (s *SocketServer) serveConn(ctx context.Context, c net.Conn) {
 			HeaderVersion: h.headerVersion,
 			RemoteAddr:    c.RemoteAddr(),
 			ListenerName:  s.listenerName,
-			Principal:     security.Anonymous,
+			Principal:     principal,
 			Received:      received,
 			Log:           connLog,
 		}

@@ -335,7 +335,7 @@ func (f *replicaFetcher) ensureConn() error {
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.SocketTimeout)
 	defer cancel()
-	c, err := kclient.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))),
+	c, err := f.m.rm.cfg.Dialer.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))),
 		fmt.Sprintf("broker-%d-fetcher-%d", f.m.rm.cfg.BrokerID, f.key.id))
 	if err != nil {
 		return err

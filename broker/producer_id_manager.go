@@ -21,8 +21,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/samsa-kafka/samsa/internal/kclient"
 )
 
 const (
@@ -247,7 +245,7 @@ func (c *controllerChannel) allocateProducerIDs(ctx context.Context, req *kmsg.A
 	if err != nil {
 		return nil, err
 	}
-	conn, err := kclient.Dial(ctx, addr, fmt.Sprintf("broker-%d-producer-id-manager", c.a.BrokerID))
+	conn, err := c.a.interBrokerDialer().Dial(ctx, addr, fmt.Sprintf("broker-%d-producer-id-manager", c.a.BrokerID))
 	if err != nil {
 		return nil, err
 	}

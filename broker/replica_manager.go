@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/internal/config"
+	"github.com/samsa-kafka/samsa/internal/kclient"
 	"github.com/samsa-kafka/samsa/internal/recordbatch"
 	"github.com/samsa-kafka/samsa/logstore"
 )
@@ -54,6 +55,10 @@ type ReplicaManagerConfig struct {
 	// BrokerEpoch is this broker's registration czxid, sent in follower fetches (v15+) and
 	// AlterPartition. Nil means -1.
 	BrokerEpoch func() int64
+	// Dialer connects to other brokers' inter-broker listener (TLS/SASL as configured); nil
+	// dials plain TCP. The fetchers, AlterPartition, txn verification and the APIs' inter-broker
+	// senders all use it.
+	Dialer *kclient.Dialer
 }
 
 // ReplicaManager is safe for concurrent use. stateMu (Kafka's replicaStateChangeLock)
@@ -135,7 +140,9 @@ func (rm *ReplicaManager) newTxnVerifier() txnVerifier {
 		}
 		return int32(n)
 	}
-	return newAddPartitionsToTxnManager(rm.cfg.BrokerID, rm.cfg.Metadata, listener, numPartitions, timeout, rm.cfg.Log)
+	m := newAddPartitionsToTxnManager(rm.cfg.BrokerID, rm.cfg.Metadata, listener, numPartitions, timeout, rm.cfg.Log)
+	m.dialer = rm.cfg.Dialer
+	return m
 }
 
 func (rm *ReplicaManager) fetcherConfig() FetcherConfig {

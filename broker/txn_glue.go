@@ -182,6 +182,15 @@ type markerConn struct {
 	addr string                       // guarded by mu
 }
 
+// interBrokerDialer is the broker's Dialer for its inter-broker listener, kept with the
+// ReplicaManager; nil (plain TCP) when there is none, as in tests without one.
+func (a *APIs) interBrokerDialer() *kclient.Dialer {
+	if a.Replicas == nil {
+		return nil
+	}
+	return a.Replicas.cfg.Dialer
+}
+
 func newTxnMarkerSender(a *APIs) *txnMarkerSender {
 	s := &txnMarkerSender{a: a, listener: "PLAINTEXT", clientID: fmt.Sprintf("broker-%d-txn-marker-sender", a.BrokerID)}
 	if a.Config != nil && a.Config.InterBrokerListenerName != "" {
@@ -237,7 +246,7 @@ func (s *txnMarkerSender) Send(ctx context.Context, brokerID int32, req *kmsg.Wr
 		conn = nil
 	}
 	if conn == nil {
-		c, err := kclient.Dial(ctx, addr, s.clientID)
+		c, err := s.a.interBrokerDialer().Dial(ctx, addr, s.clientID)
 		if err != nil {
 			return nil, fmt.Errorf("connect to broker %d for transaction markers: %w", brokerID, err)
 		}

@@ -76,6 +76,8 @@ type addPartitionsToTxnManager struct {
 
 	connMu sync.Mutex // guards conns; a node's Conn is used by that node's one sender at a time
 	conns  map[int32]*verifyConn
+
+	dialer *kclient.Dialer // the inter-broker listener's security; nil = plain TCP
 }
 
 type verifyConn struct {
@@ -374,7 +376,7 @@ func (m *addPartitionsToTxnManager) sendOverConn(ctx context.Context, node int32
 	}
 	m.connMu.Unlock()
 	if vc == nil {
-		c, err := kclient.Dial(ctx, addr, fmt.Sprintf("broker-%d-txn-verification", m.brokerID))
+		c, err := m.dialer.Dial(ctx, addr, fmt.Sprintf("broker-%d-txn-verification", m.brokerID))
 		if err != nil {
 			return nil, err
 		}
