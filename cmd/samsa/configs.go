@@ -3,7 +3,10 @@ package main
 // configs mirrors Kafka 3.7's kafka-configs.sh (kafka.admin.ConfigCommand) with
 // --bootstrap-server for topics and brokers: --describe [--all] prints the dynamic (or all)
 // configs of an entity; --alter --add-config k=v,k2=[a,b] --delete-config k sends
-// IncrementalAlterConfigs (SET / DELETE), as ConfigCommand.alterConfig does for topics.
+// IncrementalAlterConfigs (SET / DELETE), as ConfigCommand.alterConfig does for topics. For
+// users, SCRAM credentials are set with --add-config 'SCRAM-SHA-256=[iterations=8192,password=pw]'
+// and removed with --delete-config SCRAM-SHA-256 through AlterUserScramCredentials, and
+// --describe lists them through DescribeUserScramCredentials (configs_users.go).
 
 import (
 	"context"
@@ -31,9 +34,9 @@ func parseConfigsArgs(args []string, stderr io.Writer) (*configsOpts, *flag.Flag
 	o := &configsOpts{}
 	fs := newFlagSet("samsa configs", stderr)
 	fs.Var(&o.bootstrap, "bootstrap-server", "REQUIRED: The Kafka server to connect to.")
-	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning).")
-	fs.Var(&o.entityType, "entity-type", "Type of entity (topics/brokers)")
-	fs.Var(&o.entityName, "entity-name", "Name of entity (topic name/broker id)")
+	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client.")
+	fs.Var(&o.entityType, "entity-type", "Type of entity (topics/brokers/users)")
+	fs.Var(&o.entityName, "entity-name", "Name of entity (topic name/broker id/user principal name)")
 	fs.BoolVar(&o.entityDefault, "entity-default", false, "Default entity name for brokers (applies to corresponding entity type in command line)")
 	fs.BoolVar(&o.describe, "describe", false, "List configs for the given entity.")
 	fs.BoolVar(&o.alter, "alter", false, "Alter the configuration for the entity.")
@@ -53,11 +56,11 @@ func parseConfigsArgs(args []string, stderr io.Writer) (*configsOpts, *flag.Flag
 		return nil, fs, usageErr("Command must include exactly one action: --describe, --alter")
 	}
 	switch o.entityType.v {
-	case "topics", "brokers":
+	case "topics", "brokers", "users":
 	case "":
 		return nil, fs, usageErr("At least one --entity-type must be specified")
 	default:
-		return nil, fs, usageErr("Invalid entity type %s, the entity type must be one of topics, brokers", o.entityType.v)
+		return nil, fs, usageErr("Invalid entity type %s, the entity type must be one of topics, brokers, users", o.entityType.v)
 	}
 	if o.entityType.v == "topics" && o.entityDefault {
 		return nil, fs, usageErr("--entity-default is only supported with --entity-type brokers here")
@@ -112,11 +115,17 @@ func runConfigs(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
-	if !checkAdminClientProps("configs", "command-config", o.commandConfig, stderr) {
+	sec, ok := adminClientSecurity("configs", "command-config", o.commandConfig, stderr)
+	if !ok {
 		return 1
 	}
-	err = withAdminClient(o.bootstrap.v, "adminclient-1", 30*time.Second, func(ctx context.Context, cl *kgo.Client) error {
-		if o.alter {
+	err = withAdminClient(o.bootstrap.v, "adminclient-1", 30*time.Second, sec, func(ctx context.Context, cl *kgo.Client) error {
+		switch {
+		case o.entityType.v == "users" && o.alter:
+			return usersAlter(ctx, cl, o, stdout)
+		case o.entityType.v == "users":
+			return usersDescribe(ctx, cl, o, stdout)
+		case o.alter:
 			return configsAlter(ctx, cl, o, stdout)
 		}
 		return configsDescribe(ctx, cl, o, stdout)

@@ -48,6 +48,7 @@ type consumerOpts struct {
 	skipOnError    bool
 	consumerProps  map[string]string
 	format         messageFormat
+	security       []kgo.Opt // from consumerProps' security settings
 }
 
 // messageFormat is DefaultMessageFormatter's configuration.
@@ -273,6 +274,7 @@ func consumerClientOpts(o *consumerOpts) []kgo.Opt {
 		clientID = v
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(splitServers(o.bootstrap)...), kgo.ClientID(clientID)}
+	opts = append(opts, o.security...)
 	if !strings.EqualFold(o.consumerProps["allow.auto.create.topics"], "false") {
 		opts = append(opts, kgo.AllowAutoTopicCreation()) // the Java consumer's default
 	}
@@ -310,6 +312,12 @@ func runConsoleConsumer(args []string, _ io.Reader, stdout, stderr io.Writer) in
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
+	sec, err := clientSecurityOpts(o.consumerProps)
+	if err != nil {
+		fmt.Fprintf(stderr, "ERROR Invalid consumer security configuration: %v\n", err)
+		return 1
+	}
+	o.security = sec.opts
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cl, err := kgo.NewClient(consumerClientOpts(o)...)

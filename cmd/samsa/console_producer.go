@@ -36,6 +36,7 @@ type producerOpts struct {
 	metadataExpiryMs int64
 	readerProps      map[string]string
 	producerProps    map[string]string
+	security         []kgo.Opt // from producerProps' security settings
 }
 
 func parseProducerArgs(args []string, stderr io.Writer) (*producerOpts, *flag.FlagSet, error) {
@@ -301,6 +302,7 @@ func producerClientOpts(o *producerOpts) ([]kgo.Opt, error) {
 		kgo.RecordDeliveryTimeout(120 * time.Second), // the Java producer's delivery.timeout.ms
 		kgo.AllowAutoTopicCreation(),                 // the Java producer's metadata requests allow it
 	}
+	opts = append(opts, o.security...)
 	if id, ok := o.producerProps["client.id"]; ok {
 		opts = append(opts, kgo.ClientID(id))
 	}
@@ -361,6 +363,12 @@ func runConsoleProducer(args []string, stdin io.Reader, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	sec, err := clientSecurityOpts(o.producerProps)
+	if err != nil {
+		fmt.Fprintf(stderr, "ERROR Invalid producer security configuration: %v\n", err)
+		return 1
+	}
+	o.security = sec.opts
 	opts, err := producerClientOpts(o)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -37,7 +37,7 @@ func parseGroupsArgs(args []string, stderr io.Writer) (*groupsOpts, error) {
 	var bootstrap, commandConfig optString
 	var timeoutMs optInt
 	fs.Var(&bootstrap, "bootstrap-server", "REQUIRED: The server(s) to connect to.")
-	fs.Var(&commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning).")
+	fs.Var(&commandConfig, "command-config", "Property file containing configs to be passed to Admin Client.")
 	fs.BoolVar(&o.list, "list", false, "List all consumer groups.")
 	fs.BoolVar(&o.describe, "describe", false, "Describe consumer group and list offset lag (number of messages not yet processed) related to given group.")
 	fs.BoolVar(&o.del, "delete", false, "Pass in groups to delete topic partition offsets and ownership information over the entire consumer group.")
@@ -92,10 +92,11 @@ func runConsumerGroups(args []string, _ io.Reader, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		return 1
 	}
-	if !checkAdminClientProps("consumer-groups", "command-config", o.commandConfig, stderr) {
+	sec, ok := adminClientSecurity("consumer-groups", "command-config", o.commandConfig, stderr)
+	if !ok {
 		return 1
 	}
-	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
+	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, sec, func(ctx context.Context, cl *kgo.Client) error {
 		adm := kadm.NewClient(cl)
 		if o.allGroups {
 			listed, err := adm.ListGroups(ctx)

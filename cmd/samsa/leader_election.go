@@ -30,7 +30,7 @@ func parseLeaderElectionArgs(args []string, stderr io.Writer) (*leaderElectionOp
 	o := &leaderElectionOpts{}
 	fs := newFlagSet("samsa leader-election", stderr)
 	fs.Var(&o.bootstrap, "bootstrap-server", "A hostname and port for the broker to connect to, in the form host:port. Multiple comma separated URLs can be given. REQUIRED.")
-	fs.Var(&o.commandConfig, "admin.config", "Configuration properties files to pass to the admin client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning).")
+	fs.Var(&o.commandConfig, "admin.config", "Configuration properties files to pass to the admin client.")
 	fs.Var(&o.electionType, "election-type", "Type of election to attempt. Possible values are \"preferred\" for preferred leader election or \"unclean\" for unclean leader election.")
 	fs.Var(&o.topic, "topic", "Name of topic for which to perform an election. Not allowed if --path-to-json-file or --all-topic-partitions is specified.")
 	fs.Var(&o.partition, "partition", "Partition id for which to perform an election. REQUIRED if --topic is specified.")
@@ -69,10 +69,11 @@ func runLeaderElection(args []string, _ io.Reader, stdout, stderr io.Writer) int
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
-	if !checkAdminClientProps("leader-election", "admin.config", o.commandConfig, stderr) {
+	sec, ok := adminClientSecurity("leader-election", "admin.config", o.commandConfig, stderr)
+	if !ok {
 		return 1
 	}
-	err = withAdminClient(o.bootstrap.v, "leader-election", 60*time.Second, func(ctx context.Context, cl *kgo.Client) error {
+	err = withAdminClient(o.bootstrap.v, "leader-election", 60*time.Second, sec, func(ctx context.Context, cl *kgo.Client) error {
 		return leaderElection(ctx, cl, o, stdout)
 	})
 	if err != nil {

@@ -12,6 +12,7 @@
 //	samsa leader-election ...                                kafka-leader-election.sh
 //	samsa consumer-groups ...                                kafka-consumer-groups.sh
 //	samsa transactions ...                                   kafka-transactions.sh
+//	samsa acls ...                                           kafka-acls.sh
 //
 // Each subcommand lives in its own file and takes Kafka's flags (single or double dash,
 // `--flag value` or `--flag=value`).
@@ -43,6 +44,7 @@ var commands = map[string]command{
 	"leader-election":     {runLeaderElection, "elect preferred or unclean leaders (kafka-leader-election.sh)"},
 	"consumer-groups":     {runConsumerGroups, "list, describe, delete consumer groups and reset their offsets (kafka-consumer-groups.sh)"},
 	"transactions":        {runTransactions, "list, describe and abort transactions, find hanging ones (kafka-transactions.sh)"},
+	"acls":                {runAcls, "add, remove and list ACLs (kafka-acls.sh)"},
 }
 
 func main() {

@@ -7,7 +7,8 @@ package main
 // Deviations: --show-detailed-stats prints the same per-interval columns; --print-metrics is
 // accepted and ignored (franz-go has no Java metrics); --socket-buffer-size is accepted.
 // From --consumer.config only the settings franz-go has are applied (client.id,
-// isolation.level, fetch.min.bytes, fetch.max.bytes, fetch.max.wait.ms, enable.auto.commit);
+// isolation.level, fetch.min.bytes, fetch.max.bytes, fetch.max.wait.ms, enable.auto.commit,
+// and the security settings clientSecurityOpts honours);
 // group.id and auto.offset.reset are the flags', as in Kafka.
 
 import (
@@ -201,6 +202,11 @@ func consumerPerfClientOpts(o *consumerPerfOpts, onAssigned func()) ([]kgo.Opt, 
 		kgo.FetchMaxPartitionBytes(int32(o.fetchSize)),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { onAssigned() }),
 	}
+	sec, err := clientSecurityOpts(o.props)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, sec.opts...)
 	if o.props["isolation.level"] == "read_committed" {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}

@@ -132,8 +132,9 @@ func splitNargs(args []string, name string) (rest, values []string) {
 	return rest, values
 }
 
-// perfProducerOpts maps Java producer properties to kgo options. Unknown keys are reported
-// (the Java producer logs "... was supplied but isn't a known config").
+// perfProducerOpts maps Java producer properties to kgo options, security settings included
+// (clientSecurityOpts). Unknown keys are reported (the Java producer logs "... was supplied
+// but isn't a known config").
 func perfProducerOpts(topic string, props map[string]string) (opts []kgo.Opt, unknown []string, err error) {
 	bootstrap := props["bootstrap.servers"]
 	if bootstrap == "" {
@@ -152,6 +153,11 @@ func perfProducerOpts(topic string, props map[string]string) (opts []kgo.Opt, un
 		kgo.ProducerBatchMaxBytes(16384),
 		kgo.RecordDeliveryTimeout(120 * time.Second),
 	}
+	sec, err := clientSecurityOpts(props)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts = append(opts, sec.opts...)
 	intProp := func(k string) (int64, error) {
 		n, err := strconv.ParseInt(strings.TrimSpace(props[k]), 10, 64)
 		if err != nil {
@@ -172,6 +178,9 @@ func perfProducerOpts(topic string, props map[string]string) (opts []kgo.Opt, un
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := props[k]
+		if sec.used[k] {
+			continue
+		}
 		switch k {
 		case "transactional.id":
 			opts = append(opts, kgo.TransactionalID(v))

@@ -51,7 +51,7 @@ func parseReassignArgs(args []string, stderr io.Writer) (*reassignOpts, *flag.Fl
 	o := &reassignOpts{timeout: 30 * time.Second}
 	fs := newFlagSet("samsa reassign-partitions", stderr)
 	fs.Var(&o.bootstrap, "bootstrap-server", "REQUIRED: the server(s) to use for bootstrapping.")
-	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning).")
+	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client.")
 	fs.Var(&o.jsonFile, "reassignment-json-file", "The JSON file with the partition reassignment configuration.")
 	fs.Var(&o.topicsFile, "topics-to-move-json-file", "Generate a reassignment configuration to move the partitions of the specified topics to the list of brokers specified by --broker-list.")
 	fs.Var(&o.brokerList, "broker-list", "The list of brokers to which the partitions need to be reassigned in the form \"0,1,2\".")
@@ -132,10 +132,11 @@ func runReassignPartitions(args []string, _ io.Reader, stdout, stderr io.Writer)
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
-	if !checkAdminClientProps("reassign-partitions", "command-config", o.commandConfig, stderr) {
+	sec, ok := adminClientSecurity("reassign-partitions", "command-config", o.commandConfig, stderr)
+	if !ok {
 		return 1
 	}
-	err = withAdminClient(o.bootstrap.v, "reassign-partitions", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
+	err = withAdminClient(o.bootstrap.v, "reassign-partitions", o.timeout, sec, func(ctx context.Context, cl *kgo.Client) error {
 		switch {
 		case o.list:
 			return reassignList(ctx, cl, stdout)

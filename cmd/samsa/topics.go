@@ -44,7 +44,7 @@ func parseTopicsArgs(args []string, stderr io.Writer) (*topicsOpts, *flag.FlagSe
 	var configs multiFlag
 	var bootstrap optString
 	fs.Var(&bootstrap, "bootstrap-server", "REQUIRED: The Kafka server to connect to.")
-	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning).")
+	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client.")
 	fs.BoolVar(&o.list, "list", false, "List all available topics.")
 	fs.BoolVar(&o.create, "create", false, "Create a new topic.")
 	fs.BoolVar(&o.del, "delete", false, "Delete a topic")
@@ -405,10 +405,11 @@ func runTopics(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		return reportUsage(fs, stderr, err)
 	}
-	if !checkAdminClientProps("topics", "command-config", o.commandConfig, stderr) {
+	sec, ok := adminClientSecurity("topics", "command-config", o.commandConfig, stderr)
+	if !ok {
 		return 1
 	}
-	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
+	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, sec, func(ctx context.Context, cl *kgo.Client) error {
 		adm := kadm.NewClient(cl)
 		adm.SetTimeoutMillis(30000) // request.timeout.ms of Kafka's admin client
 		switch {

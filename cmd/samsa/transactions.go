@@ -19,8 +19,8 @@ package main
 // partition's leader, as Admin.abortTransaction (KIP-664). Deviations: an unknown topic or
 // partition fails at once instead of being retried until the admin timeout, and a replica
 // named by --broker-id that does not host the partition is retried for a few seconds only.
-// --command-config is read: security settings samsa cannot honour are refused, the other
-// keys ignored with a warning (checkAdminClientProps).
+// --command-config is read: its security settings are honoured, those samsa cannot honour
+// refused, the other keys ignored with a warning (adminClientSecurity).
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func parseTransactionsArgs(args []string, stderr io.Writer) (*txnOpts, *flag.Fla
 	var bootstrap, commandConfig optString
 	addBase := func(fs *flag.FlagSet) {
 		fs.Var(&bootstrap, "bootstrap-server", "REQUIRED: hostname and port for the broker to connect to, in the form `host:port` (multiple comma-separated entries can be given)")
-		fs.Var(&commandConfig, "command-config", "property file containing configs to be passed to admin client (samsa connects in plaintext: security.protocol other than PLAINTEXT and sasl.*/ssl.* keys are refused, other keys are ignored with a warning)")
+		fs.Var(&commandConfig, "command-config", "property file containing configs to be passed to admin client")
 	}
 	base := newFlagSet("samsa transactions", stderr)
 	addBase(base)
@@ -150,10 +150,11 @@ func runTransactions(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
-	if !checkAdminClientProps("transactions", "command-config", o.commandConfig, stderr) {
+	sec, ok := adminClientSecurity("transactions", "command-config", o.commandConfig, stderr)
+	if !ok {
 		return 1
 	}
-	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, func(ctx context.Context, cl *kgo.Client) error {
+	err = withAdminClient(o.bootstrap, "adminclient-1", o.timeout, sec, func(ctx context.Context, cl *kgo.Client) error {
 		t := &txnTool{cl: cl, adm: kadm.NewClient(cl), out: stdout, now: time.Now, retryBackoff: 100 * time.Millisecond}
 		return t.run(ctx, o)
 	})
