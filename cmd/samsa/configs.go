@@ -157,24 +157,32 @@ func issue(ctx context.Context, cl *kgo.Client, o *configsOpts, req kmsg.Request
 	return cl.Request(ctx, req)
 }
 
-func configsAlter(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.Writer) error {
-	add := map[string]string{}
+// alterations are --add-config's keys and values and --delete-config's keys.
+func (o *configsOpts) alterations() (add map[string]string, del []string, err error) {
+	add = map[string]string{}
 	for _, a := range o.addConfig {
 		m, err := parseAddConfig(a)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		for k, v := range m {
 			add[k] = v
 		}
 	}
-	var del []string
 	for _, d := range o.deleteConfig {
 		for _, k := range strings.Split(d, ",") {
 			if k = strings.TrimSpace(k); k != "" {
 				del = append(del, k)
 			}
 		}
+	}
+	return add, del, nil
+}
+
+func configsAlter(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.Writer) error {
+	add, del, err := o.alterations()
+	if err != nil {
+		return err
 	}
 	name := o.entityName.v
 	if o.entityDefault {

@@ -171,23 +171,9 @@ func scramMechanismName(t int8) string {
 }
 
 func usersAlter(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.Writer) error {
-	add := map[string]string{}
-	for _, a := range o.addConfig {
-		m, err := parseAddConfig(a)
-		if err != nil {
-			return err
-		}
-		for k, v := range m {
-			add[k] = v
-		}
-	}
-	var del []string
-	for _, d := range o.deleteConfig {
-		for _, k := range strings.Split(d, ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				del = append(del, k)
-			}
-		}
+	add, del, err := o.alterations()
+	if err != nil {
+		return err
 	}
 	req, err := userAlterations(o.entityName.v, o.entityDefault, add, del)
 	if err != nil {
