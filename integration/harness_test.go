@@ -36,6 +36,9 @@ type ClusterConfig struct {
 	// a name that is not a security protocol needs listener.security.protocol.map in Props.
 	// Addr is the first one's address; AddrOf any one's.
 	Listeners []string
+	// BeforeStart runs once the chroot is named and before any broker starts: for what must
+	// be in ZooKeeper first, such as the SCRAM credential brokers log in to each other with.
+	BeforeStart func(chroot string)
 }
 
 // Cluster is a running set of brokers in one ZooKeeper chroot. Methods are for the test's
@@ -93,6 +96,9 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 	}
 	for i := 0; i < cfg.Brokers; i++ {
 		c.Brokers = append(c.Brokers, &Broker{c: c, ID: int32(i), Dir: t.TempDir()})
+	}
+	if cfg.BeforeStart != nil {
+		cfg.BeforeStart(c.Chroot)
 	}
 	// After the TempDirs: cleanups run last-in first-out, and brokers must stop before
 	// their folders go.
