@@ -62,7 +62,7 @@ type Broker struct {
 
 	port  int            // bound port of the first listener at the first start, reused by restarts
 	ports map[string]int // bound port of every listener, by name
-	czxid int64 // czxid of the registration seen last (broker epoch)
+	czxid int64          // czxid of the registration seen last (broker epoch)
 
 	// process mode
 	cmd    *exec.Cmd

@@ -212,8 +212,10 @@ func (s *scramSession) step(msg []byte) ([]byte, error) {
 		subtle.XORBytes(clientKey, clientSignature, final.proof)
 		h := s.hash()
 		h.Write(clientKey)
-		// Kafka does not compare the final nonce; a wrong one fails the same way a wrong proof does.
-		if subtle.ConstantTimeCompare(h.Sum(nil), s.cred.StoredKey) != 1 || final.nonce != s.nonce {
+		// The final nonce must end with the server-first nonce, as Kafka checks since the
+		// CVE-2024-56128 fix (3.7.2): a suffix, not equality, because librdkafka 2.0.x sends
+		// the client nonce twice (Debian's kcat), and Kafka accepts that.
+		if subtle.ConstantTimeCompare(h.Sum(nil), s.cred.StoredKey) != 1 || !strings.HasSuffix(final.nonce, s.nonce) {
 			return nil, private(s.mechanism, "Invalid client credentials", nil)
 		}
 		serverSignature := mac(s.cred.ServerKey)

@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"crypto/hmac"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -228,5 +229,65 @@ func TestScramUsername(t *testing.T) {
 		if got, err := scramUsername(in); err == nil {
 			t.Errorf("scramUsername(%q) = %q, want an error", in, got)
 		}
+	}
+}
+
+// TestScramFinalNonceSuffix: the final nonce must end with the server's nonce (Kafka 3.7.2's
+// CVE-2024-56128 check), and librdkafka 2.0's doubled client nonce is accepted.
+func TestScramFinalNonceSuffix(t *testing.T) {
+	salt := []byte("0123456789abcdef")
+	cred, err := scramcred.NewWithSalt(scramcred.SHA256, "pencil", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	salted, err := scramcred.SaltedPassword(scramcred.SHA256, "pencil", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newHash, _ := scramcred.Hash(scramcred.SHA256)
+	hm := func(key []byte, msg string) []byte {
+		m := hmac.New(newHash, key)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	store := &fakeStore{creds: map[string]scramcred.Credential{scramcred.SHA256 + "/user": cred}}
+	s := newTestServer(t, allProps(), store, nil)
+	for _, tc := range []struct {
+		name  string
+		nonce func(client, server string) string
+		ok    bool
+	}{
+		{"exact", func(c, s string) string { return s }, true},
+		{"client nonce twice", func(c, s string) string { return c + s }, true},
+		{"server nonce not last", func(c, s string) string { return s + "x" }, false},
+		{"another server nonce", func(c, s string) string { return c + "other" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sess, err := s.Start(scramcred.SHA256)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const clientNonce = "fyko+d2lbbFgONRv9qkxdawL"
+			first := "n=user,r=" + clientNonce
+			serverFirst, _, err := sess.Step([]byte("n,," + first))
+			if err != nil {
+				t.Fatal(err)
+			}
+			serverNonce := strings.TrimPrefix(strings.Split(string(serverFirst), ",")[0], "r=")
+			withoutProof := "c=biws,r=" + tc.nonce(clientNonce, serverNonce)
+			clientKey := hm(salted, "Client Key")
+			sig := hm(cred.StoredKey, first+","+string(serverFirst)+","+withoutProof)
+			proof := make([]byte, len(clientKey))
+			for i := range proof {
+				proof[i] = clientKey[i] ^ sig[i]
+			}
+			_, done, err := sess.Step([]byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+			if tc.ok && (err != nil || !done) {
+				t.Fatalf("refused: done=%v err=%v", done, err)
+			}
+			if !tc.ok && (err == nil || done) {
+				t.Fatalf("accepted a final nonce that does not end with the server's")
+			}
+		})
 	}
 }

@@ -77,7 +77,7 @@ func loadKeyStore(v view) (*tls.Certificate, error) {
 	case location != "":
 		data, err := readStore(typ, location)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s/%s: %w", KeyKeystoreType, KeyKeystoreLocation, err)
 		}
 		key, leaf, chain, err := pkcs12.DecodeChain(data, password)
 		if err != nil && hasKeyPassword && keyPassword != password {
@@ -133,7 +133,7 @@ func loadTrustStore(v view) (*x509.CertPool, error) {
 	case location != "":
 		data, err := readStore(typ, location)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s/%s: %w", KeyTruststoreType, KeyTruststoreLocation, err)
 		}
 		if certs, err = pkcs12TrustedCerts(data, password); err != nil {
 			return nil, fmt.Errorf("failed to load SSL trust store %s of type %s: %w", location, typ, err)
