@@ -13,6 +13,7 @@
 //	samsa consumer-groups ...                                kafka-consumer-groups.sh
 //	samsa transactions ...                                   kafka-transactions.sh
 //	samsa acls ...                                           kafka-acls.sh
+//	samsa zookeeper-security-migration ...                   zookeeper-security-migration.sh
 //
 // Each subcommand lives in its own file and takes Kafka's flags (single or double dash,
 // `--flag value` or `--flag=value`).
@@ -45,6 +46,8 @@ var commands = map[string]command{
 	"consumer-groups":     {runConsumerGroups, "list, describe, delete consumer groups and reset their offsets (kafka-consumer-groups.sh)"},
 	"transactions":        {runTransactions, "list, describe and abort transactions, find hanging ones (kafka-transactions.sh)"},
 	"acls":                {runAcls, "add, remove and list ACLs (kafka-acls.sh)"},
+
+	"zookeeper-security-migration": {runZkSecurityMigration, "set secure or open ACLs on Kafka's znodes (zookeeper-security-migration.sh)"},
 }
 
 func main() {
