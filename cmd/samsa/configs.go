@@ -7,6 +7,11 @@ package main
 // users, SCRAM credentials are set with --add-config 'SCRAM-SHA-256=[iterations=8192,password=pw]'
 // and removed with --delete-config SCRAM-SHA-256 through AlterUserScramCredentials, and
 // --describe lists them through DescribeUserScramCredentials (configs_users.go).
+//
+// With --zookeeper instead of --bootstrap-server (and optionally --zk-tls-config-file), only
+// users' SCRAM credentials are read and written, straight in /config/users, so the first
+// credential can exist before any broker runs (configs_users.go). Kafka also allows broker
+// configs of stopped brokers there; samsa has no dynamic broker configs and refuses them.
 
 import (
 	"context"
@@ -20,6 +25,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/zkmeta"
 )
 
 type configsOpts struct {
@@ -28,12 +35,13 @@ type configsOpts struct {
 	describe, alter, all              bool
 	addConfig, deleteConfig           multiFlag
 	commandConfig                     optString
+	zookeeper, zkTLSConfigFile        optString
 }
 
 func parseConfigsArgs(args []string, stderr io.Writer) (*configsOpts, *flag.FlagSet, error) {
 	o := &configsOpts{}
 	fs := newFlagSet("samsa configs", stderr)
-	fs.Var(&o.bootstrap, "bootstrap-server", "REQUIRED: The Kafka server to connect to.")
+	fs.Var(&o.bootstrap, "bootstrap-server", "The Kafka server to connect to (required unless --zookeeper is given).")
 	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client.")
 	fs.Var(&o.entityType, "entity-type", "Type of entity (topics/brokers/users)")
 	fs.Var(&o.entityName, "entity-name", "Name of entity (topic name/broker id/user principal name)")
@@ -43,24 +51,46 @@ func parseConfigsArgs(args []string, stderr io.Writer) (*configsOpts, *flag.Flag
 	fs.BoolVar(&o.all, "all", false, "List all configs for the given topic or broker, including defaults (with --describe).")
 	fs.Var(&o.addConfig, "add-config", "Key Value pairs of configs to add. Square brackets can be used to group values which contain commas: 'k1=v1,k2=[v1,v2,v2],k3=v3'.")
 	fs.Var(&o.deleteConfig, "delete-config", "config keys to remove 'k1,k2'")
+	fs.Var(&o.zookeeper, "zookeeper", "DEPRECATED. The connection string for the zookeeper connection in the form host:port[/chroot]. "+
+		"Required when configuring SCRAM credentials for users before brokers run. Not allowed otherwise.")
+	fs.Var(&o.zkTLSConfigFile, "zk-tls-config-file", "With --zookeeper: the file defining the ZooKeeper client's TLS properties (zookeeper.ssl.*) "+
+		"and the samsa ZooKeeper digest identity ("+zkmeta.DigestKey+"=user:password). Any other properties are ignored.")
 	if len(args) == 0 {
 		return nil, fs, usageErr("This tool helps to manipulate and describe entity config for a topic, client, user, broker or ip")
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return nil, fs, err
 	}
-	if !o.bootstrap.set {
-		return nil, fs, usageErr("Missing required argument \"[bootstrap-server]\"")
-	}
 	if o.describe == o.alter {
 		return nil, fs, usageErr("Command must include exactly one action: --describe, --alter")
 	}
-	switch o.entityType.v {
-	case "topics", "brokers", "users":
-	case "":
-		return nil, fs, usageErr("At least one --entity-type must be specified")
-	default:
-		return nil, fs, usageErr("Invalid entity type %s, the entity type must be one of topics, brokers, users", o.entityType.v)
+	// ConfigCommand.checkArgs' order: the entity types allowed depend on the connection option.
+	if o.bootstrap.set {
+		switch o.entityType.v {
+		case "topics", "brokers", "users":
+		case "":
+			return nil, fs, usageErr("At least one --entity-type must be specified")
+		default:
+			return nil, fs, usageErr("Invalid entity type %s, the entity type must be one of topics, brokers, users", o.entityType.v)
+		}
+	} else {
+		switch o.entityType.v {
+		case "users", "brokers":
+		case "":
+			return nil, fs, usageErr("At least one entity type must be specified")
+		default:
+			return nil, fs, usageErr("Invalid entity type %s, the entity type must be one of users, brokers with a --zookeeper argument", o.entityType.v)
+		}
+	}
+	switch {
+	case !o.bootstrap.set && !o.zookeeper.set:
+		return nil, fs, usageErr("One of the required --bootstrap-server, --boostrap-controller, or --zookeeper arguments must be specified")
+	case o.bootstrap.set && o.zookeeper.set:
+		return nil, fs, usageErr("Only one of --bootstrap-server, --boostrap-controller, and --zookeeper can be specified")
+	case o.all && o.zookeeper.set:
+		return nil, fs, usageErr("--bootstrap-server must be specified for --all")
+	case o.zkTLSConfigFile.set && !o.zookeeper.set:
+		return nil, fs, usageErr("Only the --zookeeper option can be used with the --zk-tls-config-file option.")
 	}
 	if o.entityType.v == "topics" && o.entityDefault {
 		return nil, fs, usageErr("--entity-default is only supported with --entity-type brokers here")
@@ -114,6 +144,9 @@ func runConfigs(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	o, fs, err := parseConfigsArgs(args, stderr)
 	if err != nil {
 		return reportUsage(fs, stderr, err)
+	}
+	if o.zookeeper.set {
+		return runConfigsZk(o, args, stdout, stderr)
 	}
 	sec, ok := adminClientSecurity("configs", "command-config", o.commandConfig, stderr)
 	if !ok {

@@ -11,6 +11,9 @@ package main
 // The password never leaves the tool: it sends a random salt and the salted password
 // (Hi(password, salt, iterations)) in AlterUserScramCredentials, as Kafka's admin client
 // does, and the controller derives the stored credential. Iterations default to 4096.
+//
+// With --zookeeper (runConfigsZk below) there is no broker: the tool derives the stored
+// credential itself and writes it to /config/users/<user>, as ConfigCommand's ZooKeeper path.
 
 import (
 	"context"
@@ -23,12 +26,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf16"
 
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/internal/security/scramcred"
+	"github.com/samsa-kafka/samsa/zkmeta"
 )
 
 // defaultScramIterations is ConfigCommand.DefaultScramIterations.
@@ -265,4 +272,317 @@ func scramErrExceptionName(errName string) string {
 		}
 	}
 	return b.String() + "Exception"
+}
+
+// errConfigInvalid marks the ZooKeeper path's argument errors, which Kafka prints as the bare
+// message (IllegalArgumentException, InvalidConfigurationException) rather than as a failed
+// command.
+var errConfigInvalid = errors.New("invalid config command")
+
+func configInvalid(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errConfigInvalid, fmt.Sprintf(format, a...))
+}
+
+// runConfigsZk is ConfigCommand.processCommandWithZk for users: credentials are derived here
+// and written to /config/users/<user> with a change notification, so brokers that run pick
+// them up and brokers that start later load them.
+func runConfigsZk(o *configsOpts, args []string, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stdout, "Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.")
+	fmt.Fprintln(stdout, "Use --bootstrap-server instead to specify a broker to connect to.")
+	err := configsZk(o, stdout, stderr)
+	if errors.Is(err, errConfigInvalid) {
+		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), errConfigInvalid.Error()+": "))
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "Error while executing config command with args '"+strings.Join(args, " ")+"'\n"+err.Error())
+		return 1
+	}
+	return 0
+}
+
+func configsZk(o *configsOpts, stdout, stderr io.Writer) error {
+	if o.entityType.v == "brokers" {
+		// Kafka writes /config/brokers for stopped brokers; samsa brokers never read it.
+		return configInvalid("samsa has no dynamic broker configs: --entity-type brokers cannot be used with --zookeeper " +
+			"(set broker configs in server.properties; --bootstrap-server --describe shows them)")
+	}
+	// Everything is checked before connecting, so a bad argument costs no ZooKeeper session.
+	var prepared *zkUserAlteration
+	if o.alter {
+		var err error
+		if prepared, err = prepareZkUserAlteration(o); err != nil {
+			return err
+		}
+	}
+	sec, err := configsZkSecurity(o.zkTLSConfigFile)
+	if err != nil {
+		return err
+	}
+	log := logrus.New()
+	log.SetOutput(stderr)
+	log.SetLevel(logrus.WarnLevel)
+	// ConfigCommand's KafkaZkClient: 30 s session and connection timeouts.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zk, err := zkmeta.ConnectSecure(ctx, o.zookeeper.v, 30*time.Second, logrus.NewEntry(log), sec)
+	if err != nil {
+		return fmt.Errorf("connect to ZooKeeper %s: %w", o.zookeeper.v, err)
+	}
+	defer zk.Close()
+	if o.alter {
+		return prepared.apply(zk, stdout)
+	}
+	return usersDescribeZk(zk, o, stdout)
+}
+
+// configsZkSecurity reads --zk-tls-config-file as Kafka does (only the ZooKeeper client keys;
+// zookeeper.set.acl is ignored). New znodes get Kafka's secure ACLs when the session has an
+// identity, as KafkaZkClient's isSecure is SASL or TLS client authentication.
+func configsZkSecurity(file optString) (zkmeta.Security, error) {
+	props := map[string]string{}
+	if file.set {
+		all, err := loadPropsFile(file.v)
+		if err != nil {
+			return zkmeta.Security{}, fmt.Errorf("read --zk-tls-config-file: %w", err)
+		}
+		for k, v := range all {
+			if strings.HasPrefix(k, "zookeeper.ssl.") || k == "zookeeper.clientCnxnSocket" || k == zkmeta.DigestKey {
+				props[k] = v
+			}
+		}
+	}
+	sec, err := zkmeta.SecurityFromProps(props)
+	if err != nil {
+		return zkmeta.Security{}, fmt.Errorf("--zk-tls-config-file %s: %w", file.v, err)
+	}
+	hasCert := sec.TLS != nil && (len(sec.TLS.Certificates) > 0 || sec.TLS.GetClientCertificate != nil)
+	sec.SecureACLs = sec.Digest != "" || hasCert
+	return sec, nil
+}
+
+// zkScramPattern is preProcessScramCredentials' pattern: unlike the admin path, no sign is
+// allowed in the iterations.
+var zkScramPattern = regexp.MustCompile(`^(?:iterations=([0-9]*),)?password=(.*)$`)
+
+// zkUserAlteration is a validated --alter: the stored forms of the added credentials and the
+// mechanisms to delete.
+type zkUserAlteration struct {
+	user      string // as given; "" for the default user
+	sanitized string
+	add       map[string]string
+	del       []string
+}
+
+// prepareZkUserAlteration is alterConfigWithZk up to reading the znode, with its checks in its
+// order: the keys' characters, SCRAM keys only, then each credential (SHA-256 first).
+func prepareZkUserAlteration(o *configsOpts) (*zkUserAlteration, error) {
+	add, del, err := o.alterations()
+	if err != nil {
+		return nil, configInvalid("%s", err.Error())
+	}
+	addKeys := make([]string, 0, len(add))
+	for k := range add {
+		addKeys = append(addKeys, k)
+	}
+	sort.Strings(addKeys)
+	for _, k := range addKeys {
+		if !configKeyPattern.MatchString(k) {
+			return nil, configInvalid("Invalid character found for config key: %s", k)
+		}
+	}
+	a := &zkUserAlteration{user: o.entityName.v, add: map[string]string{}, del: del}
+	if o.entityDefault || o.entityName.v == "" {
+		a.user, a.sanitized = "", zkmeta.ConfigEntityDefault
+	} else {
+		a.sanitized = zkmeta.SanitizeUser(o.entityName.v)
+	}
+	scramOnly := true
+	for _, k := range addKeys {
+		scramOnly = scramOnly && scramcred.IsMechanism(k)
+	}
+	for _, k := range del {
+		scramOnly = scramOnly && scramcred.IsMechanism(k)
+	}
+	if !scramOnly {
+		// Kafka prints the Properties and the Scala Seq as they are, passwords included.
+		delText := "List()"
+		if len(o.deleteConfig) > 0 {
+			delText = "ArrayBuffer(" + strings.Join(del, ", ") + ")"
+		}
+		return nil, configInvalid("requirement failed: --bootstrap-server option must be specified to update users configs: {add: %s, delete: %s}. "+
+			"User configuration updates using ZooKeeper are only supported for SCRAM credential updates.", javaPropsString(add), delText)
+	}
+	for _, mech := range scramcred.Mechanisms() {
+		v, ok := add[mech]
+		if !ok {
+			continue
+		}
+		cred, err := zkScramCredential(mech, v)
+		if err != nil {
+			return nil, err
+		}
+		a.add[mech] = cred
+	}
+	return a, nil
+}
+
+// zkScramCredential is preProcessScramCredentials.scramCredential: the credential derived
+// from "[iterations=n,]password=pw" in its stored form. Kafka names the mechanism by its
+// enum constant (SCRAM_SHA_256) in these messages, and sets no upper bound on iterations.
+func zkScramCredential(mech, value string) (string, error) {
+	enumName := strings.ReplaceAll(mech, "-", "_")
+	m := zkScramPattern.FindStringSubmatchIndex(value)
+	if m == nil {
+		return "", configInvalid("Invalid credential property %s=%s", enumName, value)
+	}
+	iterations := defaultScramIterations
+	if m[2] >= 0 {
+		s := value[m[2]:m[3]]
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return "", configInvalid("For input string: %q", s)
+		}
+		iterations = int(n)
+	}
+	if iterations < scramcred.MinIterations {
+		return "", configInvalid("Iterations %d is less than the minimum %d required for %s", iterations, scramcred.MinIterations, enumName)
+	}
+	password := value[m[4]:m[5]]
+	salt, err := scramSalt()
+	if err != nil {
+		return "", err
+	}
+	salted, err := scramcred.SaltedPassword(mech, password, salt, iterations)
+	if err != nil {
+		return "", fmt.Errorf("derive %s credential: %w", mech, err)
+	}
+	cred, err := scramcred.FromSaltedPassword(mech, salt, salted, iterations)
+	if err != nil {
+		return "", fmt.Errorf("derive %s credential: %w", mech, err)
+	}
+	return cred.String(), nil
+}
+
+// apply is the rest of alterConfigWithZk: deleted keys must be set, then the merged config
+// is written with its change notification (AdminZkClient.changeUserOrUserClientIdConfig).
+func (a *zkUserAlteration) apply(zk *zkmeta.Client, stdout io.Writer) error {
+	cfg, err := zk.GetEntityConfig(zkmeta.ConfigTypeUser, a.sanitized)
+	if err != nil {
+		return fmt.Errorf("read config of %s: %w", zkUserEntity(a.sanitized), err)
+	}
+	var invalid []string
+	for _, k := range a.del {
+		if _, ok := cfg[k]; !ok {
+			invalid = append(invalid, k)
+		}
+	}
+	if len(invalid) > 0 {
+		return configInvalid("Invalid config(s): %s", strings.Join(invalid, ","))
+	}
+	if a.sanitized == zkmeta.ConfigEntityDefault {
+		// Kafka refuses SCRAM keys for <default> (client quota keys only) in
+		// DynamicConfig.Client.validate; samsa has no quotas to write there either.
+		return configInvalid("SCRAM credentials cannot be set for the default user (--entity-default): " +
+			"its config holds only client quotas, which samsa does not support")
+	}
+	for k, v := range a.add {
+		cfg[k] = v
+	}
+	for _, k := range a.del {
+		delete(cfg, k)
+	}
+	if _, err := zk.SetUserConfig(a.user, cfg); err != nil {
+		return err // SetUserConfig names the user and the step
+	}
+	fmt.Fprintf(stdout, "Completed updating config for entity: %s.\n", zkUserEntity(a.sanitized))
+	return nil
+}
+
+// usersDescribeZk is describeConfigWithZk for users: the named (or default) user even without
+// configs, or every user znode that has some, as "Configs for <entity> are k=v,k2=v2".
+func usersDescribeZk(zk *zkmeta.Client, o *configsOpts, stdout io.Writer) error {
+	var names []string
+	all := !o.entityName.set && !o.entityDefault
+	configs := map[string]map[string]string{}
+	switch {
+	case all:
+		var err error
+		if configs, err = zk.GetAllUserConfigs(); err != nil {
+			return err
+		}
+		for n := range configs {
+			names = append(names, n)
+		}
+		sort.Strings(names) // ZooKeeper lists children in no particular order
+	case o.entityDefault || o.entityName.v == "":
+		names = []string{zkmeta.ConfigEntityDefault}
+	default:
+		names = []string{zkmeta.SanitizeUser(o.entityName.v)}
+	}
+	for _, n := range names {
+		cfg, ok := configs[n]
+		if !ok {
+			var err error
+			if cfg, err = zk.GetEntityConfig(zkmeta.ConfigTypeUser, n); err != nil {
+				return fmt.Errorf("read config of %s: %w", zkUserEntity(n), err)
+			}
+		}
+		if all && len(cfg) == 0 {
+			continue // a user znode with only <user, client> quotas
+		}
+		pairs := make([]string, 0, len(cfg))
+		for _, k := range javaPropsOrder(cfg) {
+			pairs = append(pairs, k+"="+cfg[k])
+		}
+		fmt.Fprintf(stdout, "Configs for %s are %s\n", zkUserEntity(n), strings.Join(pairs, ","))
+	}
+	return nil
+}
+
+// zkUserEntity is ConfigCommand.Entity.toString for a user znode name.
+func zkUserEntity(sanitized string) string {
+	if sanitized == zkmeta.ConfigEntityDefault {
+		return "default user-principal"
+	}
+	name, err := zkmeta.DesanitizeUser(sanitized)
+	if err != nil {
+		name = sanitized // only a znode Kafka did not write gets here; show it as stored
+	}
+	return "user-principal '" + name + "'"
+}
+
+// javaPropsOrder returns m's keys in the order a java.util.Properties holding them iterates:
+// a ConcurrentHashMap of 16 buckets (doubled at three quarters full), walked by bucket, each
+// key in bucket spread(String.hashCode) & (n-1). Kafka prints configs in that order. Keys
+// sharing a bucket are left sorted (Java: insertion order).
+func javaPropsOrder[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	n := uint32(16)
+	for uint32(len(keys)) >= n-n/4 {
+		n *= 2
+	}
+	bucket := func(k string) uint32 {
+		var h int32
+		for _, u := range utf16.Encode([]rune(k)) {
+			h = 31*h + int32(u)
+		}
+		x := uint32(h)
+		return (x ^ x>>16) & 0x7fffffff & (n - 1)
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return bucket(keys[i]) < bucket(keys[j]) })
+	return keys
+}
+
+// javaPropsString is Properties.toString: "{k=v, k2=v2}" in iteration order.
+func javaPropsString(m map[string]string) string {
+	pairs := make([]string, 0, len(m))
+	for _, k := range javaPropsOrder(m) {
+		pairs = append(pairs, k+"="+m[k])
+	}
+	return "{" + strings.Join(pairs, ", ") + "}"
 }
