@@ -65,9 +65,21 @@ type RequestContext struct {
 	Received  time.Time
 	Log       *logrus.Entry // per-connection entry with client and request fields
 
+	// muteFor is how long the connection reads no further request after this one's
+	// response (a quota's throttle time, KIP-219); set it with Throttle.
+	muteFor time.Duration
+
 	// zeroCopy is set by the socket server for Fetch on plain TCP: the handler leaves
 	// record bytes out of the response and parks their file regions here (zerocopy.go).
 	zeroCopy *zeroCopyFetch
+}
+
+// Throttle mutes the connection for d once the response is sent, as Kafka does with a
+// throttled client's channel (KIP-219); the longest of several calls wins.
+func (rc *RequestContext) Throttle(d time.Duration) {
+	if d > rc.muteFor {
+		rc.muteFor = d
+	}
 }
 
 // apiFunc is the type-erased form of a registered handler.
@@ -151,6 +163,13 @@ type APIs struct {
 	// Authorizer checks every request when authorizer.class.name is set; nil allows all, as
 	// Kafka without an authorizer does. Read it through a.authorizer-style helpers (authz.go).
 	Authorizer acl.Authorizer
+	// DynamicConfig is the broker's live configuration (static file + /config/brokers);
+	// nil in tests that build APIs by hand, where Config is all there is. Read it through
+	// a.config().
+	DynamicConfig *DynamicBrokerConfig
+	// Quotas are the client quota managers (produce, fetch, request, controller mutation);
+	// nil means no quotas.
+	Quotas *QuotaManagers
 
 	services services // started on first use: group coordinator, producer id manager
 }
@@ -158,6 +177,16 @@ type APIs struct {
 // NewAPIs returns a dispatcher; set the exported hooks before serving.
 func NewAPIs(cfg *config.Config, brokerID int32, clusterID string, rm *ReplicaManager, mc *MetadataCache, log *logrus.Entry) *APIs {
 	return &APIs{Config: cfg, BrokerID: brokerID, ClusterID: clusterID, Replicas: rm, Metadata: mc, Log: log}
+}
+
+// config is the broker's current configuration, dynamic updates included.
+func (a *APIs) config() *config.Config {
+	if a.DynamicConfig != nil {
+		if c := a.DynamicConfig.Current(); c != nil {
+			return c
+		}
+	}
+	return a.Config
 }
 
 func (a *APIs) now() time.Time {

@@ -302,7 +302,20 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 	if !s.CopyFetchRecords && !s.Security.usesTLS() {
 		zc = zeroCopyFor(c)
 	}
+	var muteFor time.Duration // the previous request's throttle (KIP-219)
 	for {
+		if muteFor > 0 {
+			// Kafka mutes a throttled channel after the response went out: no request is
+			// read until the throttle time has passed.
+			t := time.NewTimer(muteFor)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			muteFor = 0
+		}
 		if large != nil { // the previous request is done with its bytes
 			putLargeFrame(large)
 			large = nil
@@ -409,6 +422,7 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 			rc.zeroCopy = zc
 		}
 		resp, err := s.handle(ctx, rc, req)
+		muteFor = rc.muteFor
 		if connLog.Logger.IsLevelEnabled(logrus.DebugLevel) { // skip building fields per request otherwise
 			connLog.WithFields(logrus.Fields{"api": kmsg.NameForKey(h.key), "api_version": h.version,
 				"correlation_id": h.correlationID, "elapsed": time.Since(received)}).Debug("request handled")
