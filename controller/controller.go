@@ -83,6 +83,9 @@ type Controller struct {
 	mu struct {
 		sync.Mutex
 		loop *eventLoop // the current term's loop while active
+		// uncleanDefault is the broker's unclean.leader.election.enable as changed
+		// dynamically (SetDefaultUncleanLeaderElection); nil: cfg's.
+		uncleanDefault *bool
 	}
 }
 
@@ -163,6 +166,9 @@ func (c *Controller) lead(ctx context.Context, epoch, epochZkVersion int32, sess
 	c.epoch.Store(epoch)
 	c.session.Store(loop.session)
 	c.mu.Lock()
+	if d := c.mu.uncleanDefault; d != nil {
+		loop.cfg.UncleanLeaderElectionEnable = *d // the loop has not started: no race
+	}
 	c.mu.loop = loop
 	c.mu.Unlock()
 	c.active.Store(true)

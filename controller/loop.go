@@ -232,6 +232,8 @@ func (l *eventLoop) process(ev event) error {
 		e.reply <- l.onListPartitionReassignments(e.filter)
 	case topicUncleanLeaderElectionEnableEvent:
 		err = l.onTopicUncleanLeaderElectionEnable(e.topic)
+	case uncleanLeaderElectionEnableEvent:
+		err = l.onUncleanLeaderElectionEnable(e.enable)
 	case probeEvent:
 		e.fn(l)
 		close(e.done)

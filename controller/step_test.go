@@ -591,6 +591,9 @@ func (h *stepHarness) run(line string) {
 		h.runLogDirFailure(f)
 	case "unclean-config":
 		h.process(topicUncleanLeaderElectionEnableEvent{topic: f[1]})
+	case "unclean-default":
+		// unclean-default <true|false>: the broker-level default changed dynamically.
+		h.process(uncleanLeaderElectionEnableEvent{enable: f[1] == "true"})
 	case "reassign", "zk-reassign", "zk-preferred", "list-reassignments", "drain", "show-topic":
 		h.runReassignment(f, line)
 	case "bump-epoch":

@@ -62,3 +62,34 @@ func (l *eventLoop) onTopicUncleanLeaderElectionEnable(topic string) error {
 	l.sendBatch(b)
 	return nil
 }
+
+// uncleanLeaderElectionEnableEvent is KafkaController's UncleanLeaderElectionEnable: the
+// broker-level default changed (dynamic broker config).
+type uncleanLeaderElectionEnableEvent struct{ enable bool }
+
+func (uncleanLeaderElectionEnableEvent) String() string { return "UncleanLeaderElectionEnable" }
+
+// SetDefaultUncleanLeaderElection applies a dynamic change of the broker's
+// unclean.leader.election.enable (KafkaController.enableDefaultUncleanLeaderElection): later
+// terms and the running one use it; when it turns on, the active controller runs the
+// offline election again, so leaderless partitions of topics without their own override
+// may elect an out-of-sync replica (a topic override still wins in the election).
+func (c *Controller) SetDefaultUncleanLeaderElection(enable bool) {
+	c.mu.Lock()
+	c.mu.uncleanDefault = &enable
+	loop := c.mu.loop
+	c.mu.Unlock()
+	if loop != nil {
+		loop.queue.put(uncleanLeaderElectionEnableEvent{enable: enable})
+	}
+}
+
+func (l *eventLoop) onUncleanLeaderElectionEnable(enable bool) error {
+	was := l.cfg.UncleanLeaderElectionEnable
+	l.cfg.UncleanLeaderElectionEnable = enable
+	if !enable || was {
+		return nil
+	}
+	l.log.Info("unclean leader election has been enabled by default")
+	return l.triggerOnlinePartitionStateChange()
+}

@@ -93,6 +93,8 @@ type Cleaner struct {
 		// checkpoints: dir -> tp -> first dirty offset (cleaner-offset-checkpoint).
 		checkpoints map[string]map[TopicPartition]int64
 	}
+	// cleanerDynamic holds what dynamic configs change (dynamic.go).
+	cleanerDynamic
 }
 
 func newCleaner(m *Manager) *Cleaner {
@@ -355,7 +357,7 @@ var errCleaningAborted = errors.New("logstore: cleaning aborted")
 func (c *Cleaner) clean(l *Log, dir string, now time.Time) (CleanerStats, error) {
 	tp := l.TopicPartition()
 	cp, ok := c.checkpointOf(dir, tp)
-	stats, _, err := compact(l, cp, ok, now, c.m.cfg.CleanerDedupeBufferSize, func() bool { return c.isAborted(tp) })
+	stats, _, err := compact(throttledLog{l, &c.throttler}, cp, ok, now, c.offsetMapBytes(), func() bool { return c.isAborted(tp) || c.halt.Load() })
 	if err != nil {
 		return stats, err
 	}

@@ -134,6 +134,7 @@ type Manager struct {
 		shutdown     bool
 	}
 	cleaner *Cleaner
+	dyn     managerDynamic // what dynamic broker configs change (dynamic.go)
 
 	// checkpointMu serializes checkpoint file writes: two writers of one file would share
 	// its .tmp (Kafka's CheckpointFile.write is synchronized the same way). Nothing on a
@@ -363,10 +364,10 @@ func (m *Manager) configFor(topic string) LogConfig {
 	if m.cfg.TopicConfig != nil {
 		overrides = m.cfg.TopicConfig(topic)
 	}
-	c, err := NewLogConfig(m.cfg.BrokerProps, overrides)
+	c, err := NewLogConfig(m.BrokerProps(), overrides)
 	if err != nil {
 		m.log.WithError(err).WithField("topic", topic).Warn("invalid topic config, using broker defaults")
-		c, err = NewLogConfig(m.cfg.BrokerProps, nil)
+		c, err = NewLogConfig(m.BrokerProps(), nil)
 		if err != nil {
 			c = DefaultLogConfig()
 		}
@@ -378,7 +379,7 @@ func (m *Manager) configFor(topic string) LogConfig {
 }
 
 func (m *Manager) defaultDeleteDelay() time.Duration {
-	c, err := NewLogConfig(m.cfg.BrokerProps, nil)
+	c, err := NewLogConfig(m.BrokerProps(), nil)
 	if err != nil {
 		c = DefaultLogConfig()
 	}
@@ -431,9 +432,7 @@ func (m *Manager) Start(ctx context.Context) {
 			l.RemoveExpiredProducers()
 		}
 	})
-	if m.cfg.CleanerEnable {
-		m.every(ctx, "kafka-log-cleaner", m.cfg.CleanerBackoff, func() { m.cleaner.cleanOnce() })
-	}
+	m.startCleaners(ctx) // kafka-log-cleaner-thread-<n>, restarted by ReconfigureCleaner
 }
 
 // every runs fn each interval in a goroutine owned by m until ctx is done.
@@ -1004,7 +1003,7 @@ func (m *Manager) shutdownDir(dir string, logs []*Log) bool {
 	}
 	close(work)
 	var wg sync.WaitGroup
-	for i := 0; i < m.cfg.RecoveryThreadsPerDir; i++ {
+	for i := 0; i < m.recoveryThreadsPerDir(); i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
