@@ -169,6 +169,12 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 			}
 		})
 	}
+	// Client quotas (KafkaApis): the request's bytes count against the produce quota and,
+	// unless acks=0, its time against the request quota; the longer throttle is answered
+	// and the connection muted for it (KIP-219).
+	if throttle := a.produceThrottleMs(ctx, rc, req); throttle > 0 {
+		resp.ThrottleMillis = throttle
+	}
 	if req.Acks == 0 {
 		if failed > 0 {
 			return nil, errConnCloseAcks0
@@ -176,6 +182,37 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// produceThrottleMs records the produce (and, for acks != 0, the request) quota of req and
+// mutes the connection for the longer throttle, which it returns.
+func (a *APIs) produceThrottleMs(ctx context.Context, rc *RequestContext, req *kmsg.ProduceRequest) int32 {
+	if a.Quotas == nil {
+		return 0
+	}
+	var bandwidth, request int32
+	if a.Quotas.Produce.Enabled() {
+		size := rc.Size
+		if size <= 0 { // not off a connection: count the record bytes
+			for i := range req.Topics {
+				for j := range req.Topics[i].Partitions {
+					size += int32(len(req.Topics[i].Partitions[j].Records))
+				}
+			}
+		}
+		bandwidth = a.Quotas.Produce.RecordAndGetThrottleTimeMs(quotaUser(rc), rc.ClientID, float64(size), a.nowMs())
+	}
+	if req.Acks != 0 {
+		request = a.requestQuotaThrottleMs(ctx, rc)
+	} else if st, _ := ctx.Value(requestQuotaKey{}).(*requestQuotaState); st != nil {
+		st.recorded = true // acks=0 is exempt from the request quota
+	}
+	if bandwidth > request {
+		a.Quotas.Produce.throttle(rc, bandwidth)
+		return bandwidth
+	}
+	a.Quotas.Request.throttle(rc, request)
+	return request
 }
 
 // hasTransactionalRecords is RequestUtils.hasTransactionalRecords: some partition's first

@@ -62,6 +62,13 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 	}
 	if replicaID >= 0 {
 		params.IsolationLevel = 0
+	} else if a.Quotas != nil && a.Quotas.Fetch.Enabled() {
+		// KafkaApis: a consumer never gets more than its quota allows in one window, so a
+		// single response cannot be throttled for certain (getMaxValueInQuotaWindow).
+		if m := a.Quotas.Fetch.MaxValueInQuotaWindow(quotaUser(rc), rc.ClientID); m < float64(params.MaxBytes) {
+			params.MaxBytes = int32(max(m, 0))
+		}
+		params.MinBytes = min(params.MinBytes, params.MaxBytes)
 	}
 
 	// KafkaApis: a follower needs CLUSTER_ACTION for everything it fetches; a consumer
@@ -134,6 +141,13 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 	}
 
 	results := a.Replicas.FetchMessages(ctx, params, reqs)
+	if replicaID < 0 && a.Quotas != nil {
+		if throttle := a.fetchThrottleMs(ctx, rc, results); throttle > 0 {
+			// Over quota: an empty answer with the throttle time (getThrottledResponse); the
+			// records read are not sent and were taken back from the quota.
+			return fctx.throttledResponse(resp, throttle), nil
+		}
+	}
 	includeBrokers := false
 	for i, r := range results {
 		p := &resp.Topics[slots[i].ti].Partitions[slots[i].pi]
@@ -178,6 +192,11 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 			p.RecordBatches = b
 		}
 	}
+	if replicaID >= 0 {
+		// A follower's bytes of throttled partitions count against the leader replication
+		// quota (replication_quota.go).
+		a.Replicas.recordLeaderReplication(reqs, results)
+	}
 	if includeBrokers {
 		for _, b := range a.nodeEndpoints(rc.ListenerName, func(add func(int32)) {
 			for _, t := range resp.Topics {
@@ -218,4 +237,30 @@ func (a *APIs) fetchMaxBytes() int32 {
 		}
 	}
 	return defaultFetchMaxBytes
+}
+
+// fetchThrottleMs records a consumer fetch's response bytes against the fetch quota and its
+// time against the request quota (KafkaApis.handleFetchRequest); when either is violated
+// the bytes are taken back and the connection muted for the longer throttle, returned.
+func (a *APIs) fetchThrottleMs(ctx context.Context, rc *RequestContext, results []FetchPartitionResult) int32 {
+	var size int64
+	for i := range results {
+		if results[i].Err == nil {
+			size += int64(results[i].Records.Size)
+		}
+	}
+	now := a.nowMs()
+	user := quotaUser(rc)
+	request := a.requestQuotaThrottleMs(ctx, rc)
+	bandwidth := a.Quotas.Fetch.RecordAndGetThrottleTimeMs(user, rc.ClientID, float64(size), now)
+	if bandwidth <= 0 && request <= 0 {
+		return 0
+	}
+	a.Quotas.Fetch.Unrecord(user, rc.ClientID, float64(size), now)
+	if bandwidth > request {
+		a.Quotas.Fetch.throttle(rc, bandwidth)
+		return bandwidth
+	}
+	a.Quotas.Request.throttle(rc, request)
+	return request
 }

@@ -10,7 +10,9 @@ package broker
 // CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED; without
 // DESCRIBE_CONFIGS the answer carries no configs (topic_config_error_code
 // TOPIC_AUTHORIZATION_FAILED). __cluster_metadata is never created, as in Kafka.
-// Deviations: no CreateTopicPolicy, no controller mutation quota.
+// The controller mutation quota (controller_mutation_quota.go) charges each created
+// partition, strictly from v6 (THROTTLING_QUOTA_EXCEEDED), and sets throttle_time_ms.
+// Deviations: no CreateTopicPolicy.
 
 import (
 	"context"
@@ -27,6 +29,7 @@ const clusterMetadataTopicName = "__cluster_metadata"
 
 func (a *APIs) handleCreateTopics(ctx context.Context, rc *RequestContext, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	mq := a.controllerMutationQuotas().newQuotaFor(rc, 6)
 	results := make([]*kmsg.CreateTopicsResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		r := kmsg.NewCreateTopicsResponseTopic()
@@ -38,6 +41,7 @@ func (a *APIs) handleCreateTopics(ctx context.Context, rc *RequestContext, req *
 		for i, r := range results {
 			resp.Topics[i] = *r
 		}
+		throttleControllerMutation(rc, mq, &resp.ThrottleMillis)
 		return resp
 	}
 
@@ -119,11 +123,13 @@ func (a *APIs) handleCreateTopics(ctx context.Context, rc *RequestContext, req *
 			p.err = liveErr
 			continue
 		}
-		p.created, p.err = ad.createTopic(spec, req.ValidateOnly, live)
+		p.created, p.err = ad.createTopicWithQuota(spec, req.ValidateOnly, live, mq)
 		if p.err != nil {
 			code, _ := apiErrorParts(p.err)
 			entry := ad.log.WithError(p.err).WithField("topic", t.Topic)
-			if code == kerr.UnknownServerError.Code {
+			if isThrottlingError(p.err) {
+				entry.Debug("topic creation not allowed because quota is violated")
+			} else if code == kerr.UnknownServerError.Code {
 				entry.Error("error processing create topic request")
 			} else {
 				entry.Info("error processing create topic request")
@@ -177,7 +183,7 @@ func (a *APIs) handleCreateTopics(ctx context.Context, rc *RequestContext, req *
 		r.NumPartitions = int32(len(p.created.Assignment))
 		r.ReplicationFactor = int16(len(p.created.Assignment[0]))
 		r.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
-		for _, e := range ad.topicConfigEntries(p.created.Overrides, false) {
+		for _, e := range a.topicConfigEntries(p.created.Overrides, false, false) {
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.IsSensitive
 			r.Configs = append(r.Configs, c)

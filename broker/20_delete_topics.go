@@ -8,7 +8,9 @@ package broker
 // the metadata cache, answering REQUEST_TIMED_OUT for topics still there after timeout_ms
 // (at once when timeout_ms <= 0). The controller's deletion manager does the deleting.
 // DELETE on each topic (TOPIC_AUTHORIZATION_FAILED); a topic named by id without DESCRIBE
-// loses its name in the answer. Deviations: no controller mutation quota.
+// loses its name in the answer. The controller mutation quota (controller_mutation_quota.go)
+// charges each deleted topic's partitions, strictly from v5 (THROTTLING_QUOTA_EXCEEDED), and
+// sets throttle_time_ms.
 
 import (
 	"context"
@@ -26,6 +28,7 @@ func init() { registerAPI(0, 6, (*APIs).handleDeleteTopics) }
 
 func (a *APIs) handleDeleteTopics(ctx context.Context, rc *RequestContext, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	mq := a.controllerMutationQuotas().newQuotaFor(rc, 5)
 
 	// DeleteTopicsRequest.topics(): v6 names or ids, older versions names only.
 	topics := req.Topics
@@ -43,6 +46,7 @@ func (a *APIs) handleDeleteTopics(ctx context.Context, rc *RequestContext, req *
 	}
 	finish := func() kmsg.Response {
 		resp.Topics = results
+		throttleControllerMutation(rc, mq, &resp.ThrottleMillis)
 		return resp
 	}
 	setAll := func(err *apiError) kmsg.Response {
@@ -119,7 +123,13 @@ func (a *APIs) handleDeleteTopics(ctx context.Context, rc *RequestContext, req *
 	var marked []int
 	for _, i := range toDelete {
 		r := &results[i]
-		err := ad.markTopicForDeletion(*r.Topic)
+		err := mq.record(float64(a.topicPartitionCount(*r.Topic)))
+		if err != nil {
+			r.ErrorCode, _ = apiErrorParts(err)
+			ad.log.WithField("topic", *r.Topic).Debug("topic deletion not allowed because quota is violated")
+			continue
+		}
+		err = ad.markTopicForDeletion(*r.Topic)
 		if err != nil {
 			// handleDeleteTopicsResults sets the code only.
 			r.ErrorCode, _ = apiErrorParts(err)

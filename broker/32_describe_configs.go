@@ -1,18 +1,22 @@
 package broker
 
 // 32_describe_configs.go — DescribeConfigs v0-4 (kafka.server.ConfigHelper). Topic
-// resources: every topic config with its effective value, source and synonyms resolved as
-// Kafka does (topic override, then static broker key, then Kafka default; synonyms listed
-// from the primary broker key on). Broker resources: this broker's properties (empty name:
-// the dynamic cluster defaults, which samsa does not have yet, so none). BROKER_LOGGER: the
-// root logger. DESCRIBE_CONFIGS on the topic or the cluster, else TOPIC_/CLUSTER_AUTHORIZATION_FAILED
-// (authz.go). Deviations: no documentation strings (null), no dynamic broker configs.
+// resources: every topic config with the value LogConfig resolves, its source and synonyms
+// (topic override, then the primary broker key's synonyms through the per-broker dynamic,
+// cluster-default dynamic, static and default layers). Broker resources: this broker's id
+// lists every key with its current value, source, synonyms in Kafka's order (listener
+// overrides before their base key, unit variants together), type, read-only (not
+// dynamically updatable) and sensitive (PASSWORD or unknown type: null value); the empty
+// name lists the cluster-wide dynamic defaults. BROKER_LOGGER: every logger and its level
+// (logger_levels.go). include_documentation adds internal/config/docs.go's texts.
+// DESCRIBE_CONFIGS on the topic or the cluster, else TOPIC_/CLUSTER_AUTHORIZATION_FAILED
+// (authz.go). The dynamic layers come from DynamicBrokerConfig.Layers; without it only the
+// static layer shows.
 
 import (
 	"context"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,6 +62,7 @@ type configEntry struct {
 	IsSensitive bool
 	Synonyms    []configSynonym
 	Type        int8
+	Doc         *string // null unless include_documentation
 }
 
 // Kafka's DescribeConfigsResponse.ConfigType ids.
@@ -90,9 +95,9 @@ var topicConfigTypes = map[string]int8{
 	"segment.jitter.ms": typeLong, "segment.ms": typeLong, "unclean.leader.election.enable": typeBoolean,
 }
 
-// brokerKeyDefault returns Kafka's default of a broker key; keys with a null default
-// (log.retention.ms, log.roll.ms, ...) have none, and Kafka lists no DEFAULT_CONFIG synonym
-// for them.
+// brokerKeyDefault returns Kafka's default of a broker key (DynamicBrokerConfig's
+// staticDefaultConfigs); keys with a null default (log.retention.ms, log.roll.ms, ...) have
+// none, and Kafka lists no DEFAULT_CONFIG synonym for them.
 func brokerKeyDefault(name string) (string, bool) {
 	d, ok := config.Lookup(name)
 	if !ok || !d.HasDefault {
@@ -112,65 +117,66 @@ func staticBrokerProps(cfg *config.Config) map[string]string {
 
 func strp(s string) *string { return &s }
 
-// topicConfigEntries is ConfigHelper.createTopicConfigEntry over every topic config, sorted
-// by name, for the overrides of one topic. withSynonyms fills Synonyms (include_synonyms).
-func (ad *adminState) topicConfigEntries(overrides map[string]string, withSynonyms bool) []configEntry {
-	static := ad.staticProps()
-	lc, err := logstore.NewLogConfig(static, overrides)
-	if err != nil {
-		// A bad stored override: Kafka would fail the same way when building the LogConfig;
-		// fall back to the broker layer so the other values still show.
-		lc, _ = logstore.NewLogConfig(static, nil)
-	}
-	names := logstore.TopicConfigNames()
-	for k := range overrides {
-		if _, known := topicConfigTypes[k]; !known {
-			names = append(names, k) // LogConfig.originals keeps unknown keys
+// brokerConfigLayers are the layers DynamicBrokerConfig resolves a broker key through, most
+// precedent first after the per-broker one: staticBrokerConfigs, currentDynamicDefaultConfigs
+// (/config/brokers/<default>) and currentDynamicBrokerConfigs (/config/brokers/<id>).
+type brokerConfigLayers struct {
+	static, dynDefault, dynBroker map[string]string
+}
+
+// dynamicLayerSource is what DynamicBrokerConfig exposes of its layers. Asserted at run time
+// so DescribeConfigs serves the static layer alone when no dynamic configs are wired.
+type dynamicLayerSource interface {
+	Layers() (static, dynDefault, dynBroker map[string]string)
+}
+
+// configLayers returns this broker's layers now.
+func (a *APIs) configLayers() brokerConfigLayers {
+	if a.DynamicConfig != nil {
+		if src, ok := any(a.DynamicConfig).(dynamicLayerSource); ok {
+			s, dd, db := src.Layers()
+			return brokerConfigLayers{static: s, dynDefault: dd, dynBroker: db}
 		}
 	}
-	sort.Strings(names)
-	out := make([]configEntry, 0, len(names))
-	for _, name := range names {
-		var value *string
-		if v, ok := lc.Get(name); ok {
-			value = strp(v)
-		} else if v, ok := overrides[name]; ok {
-			value = strp(v)
+	return brokerConfigLayers{static: staticBrokerProps(a.config())}
+}
+
+// originals is KafkaConfig.originals of the current config: static, then the cluster
+// defaults, then this broker's dynamic values on top.
+func (l brokerConfigLayers) originals() map[string]string {
+	out := make(map[string]string, len(l.static)+len(l.dynDefault)+len(l.dynBroker))
+	for _, m := range []map[string]string{l.static, l.dynDefault, l.dynBroker} {
+		for k, v := range m {
+			out[k] = v
 		}
-		var syns []configSynonym
-		if _, ok := overrides[name]; ok {
-			syns = append(syns, configSynonym{Name: name, Value: value, Source: sourceTopicConfig})
-		}
-		if brokerSyns := logstore.BrokerSynonyms(name); len(brokerSyns) > 0 {
-			syns = append(syns, brokerConfigSynonyms(brokerSyns[0], brokerSyns, static, brokerKeyDefault)...)
-		}
-		e := configEntry{Name: name, Value: value, Source: sourceDefaultConfig, Type: topicConfigTypes[name]}
-		if len(syns) > 0 {
-			e.Source = syns[0].Source
-		}
-		if withSynonyms {
-			e.Synonyms = syns
-		}
-		out = append(out, e)
 	}
 	return out
 }
 
-// brokerConfigSynonyms is ConfigHelper.configSynonyms without dynamic layers: static values
-// of each synonym, then their defaults, then drop everything before the first entry named
-// name (e.g. listener overrides when describing the base config).
-func brokerConfigSynonyms(name string, synonyms []string, static map[string]string, defaults func(string) (string, bool)) []configSynonym {
+// configSynonyms is ConfigHelper.configSynonyms: every synonym set in the per-broker layer,
+// then the cluster-default layer, then static, then Kafka's defaults, each layer in the
+// synonyms' order; everything before the first entry named name is dropped (e.g. a listener
+// override when describing its base key). Sensitive values are null.
+func (l brokerConfigLayers) configSynonyms(name string, synonyms []string, sensitive bool) []configSynonym {
 	var all []configSynonym
-	for _, s := range synonyms {
-		if v, ok := static[s]; ok {
-			all = append(all, configSynonym{Name: s, Value: strp(v), Source: sourceStaticBrokerConfig})
+	add := func(lookup func(string) (string, bool), source int8) {
+		for _, s := range synonyms {
+			if v, ok := lookup(s); ok {
+				var value *string
+				if !sensitive {
+					value = strp(v)
+				}
+				all = append(all, configSynonym{Name: s, Value: value, Source: source})
+			}
 		}
 	}
-	for _, s := range synonyms {
-		if v, ok := defaults(s); ok {
-			all = append(all, configSynonym{Name: s, Value: strp(v), Source: sourceDefaultConfig})
-		}
+	fromMap := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}
+	add(fromMap(l.dynBroker), sourceDynamicBrokerConfig)
+	add(fromMap(l.dynDefault), sourceDynamicDefaultBroker)
+	add(fromMap(l.static), sourceStaticBrokerConfig)
+	add(brokerKeyDefault, sourceDefaultConfig)
 	for i, s := range all {
 		if s.Name == name {
 			return all[i:]
@@ -179,33 +185,31 @@ func brokerConfigSynonyms(name string, synonyms []string, static map[string]stri
 	return nil
 }
 
-// brokerSynonymGroups are DynamicBrokerConfig.brokerConfigSynonyms for keys with unit
-// variants; every other key is its own only synonym.
-var brokerSynonymGroups = [][]string{
-	{"log.roll.ms", "log.roll.hours"},
-	{"log.roll.jitter.ms", "log.roll.jitter.hours"},
-	{"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
-	{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"},
-}
+// brokerSynonymsOf is DynamicBrokerConfig.brokerConfigSynonyms(name, matchListenerOverride
+// = true): the unit variants of a key (all of them, most precise first), a listener override
+// followed by its base key, else the key alone.
+func brokerSynonymsOf(name string) []string { return config.BrokerConfigSynonyms(name, true) }
 
-func brokerSynonymsOf(name string) []string {
-	for _, g := range brokerSynonymGroups {
-		for i, n := range g {
-			if n == name {
-				return g[i:]
-			}
+// brokerKeyType is KafkaConfig.configType: the key's own type, else the first synonym's
+// (listener overrides take their base key's); false when unknown.
+func brokerKeyType(name string) (config.Type, bool) {
+	if d, ok := config.Lookup(name); ok {
+		return d.Type, true
+	}
+	if d, ok := config.LookupDynamicOnly(name); ok { // DynamicConfig.Broker's own keys
+		return d.Type, true
+	}
+	for _, s := range brokerSynonymsOf(name) {
+		if d, ok := config.Lookup(s); ok {
+			return d.Type, true
 		}
 	}
-	return []string{name}
+	return 0, false
 }
 
-// configTypeOf maps a broker property's ConfigDef type to DescribeConfigs' config_type.
-func configTypeOf(name string) int8 {
-	d, ok := config.Lookup(name)
-	if !ok {
-		return typeUnknown
-	}
-	switch d.Type {
+// configTypeID maps a ConfigDef type to DescribeConfigs' config_type.
+func configTypeID(t config.Type) int8 {
+	switch t {
 	case config.TypeBoolean:
 		return typeBoolean
 	case config.TypeString:
@@ -228,92 +232,217 @@ func configTypeOf(name string) int8 {
 	return typeUnknown
 }
 
-func isSensitiveBrokerKey(name string) bool {
-	d, ok := config.Lookup(name)
-	return ok && d.Sensitive()
-}
-
-// dynamicBrokerKeys are the keys DynamicBrokerConfig allows to change at runtime; Kafka
-// reports every other broker key as read-only.
-var dynamicBrokerKeyPrefixes = []string{"log.", "listener.name.", "ssl.", "sasl.", "listener.security.protocol.map", "listeners", "advertised.listeners"}
-
-var dynamicBrokerKeys = map[string]bool{
-	"num.io.threads": true, "num.network.threads": true, "num.replica.fetchers": true, "num.recovery.threads.per.data.dir": true,
-	"background.threads": true, "max.connections": true, "max.connections.per.ip": true, "max.connections.per.ip.overrides": true,
-	"max.connection.creation.rate": true, "message.max.bytes": true, "compression.type": true, "min.insync.replicas": true,
-	"unclean.leader.election.enable": true, "producer.id.expiration.ms": true, "follower.replication.throttled.rate": true,
-	"leader.replication.throttled.rate": true, "replica.alter.log.dirs.io.max.bytes.per.second": true,
-	"metric.reporters": true, "principal.builder.class": true, "remote.log.manager.task.interval.ms": true,
-}
-
-func isDynamicBrokerKey(name string) bool {
-	if dynamicBrokerKeys[name] {
-		return true
-	}
-	switch name {
-	case "log.dirs", "log.dir", "log.retention.check.interval.ms", "log.flush.offset.checkpoint.interval.ms",
-		"log.flush.start.offset.checkpoint.interval.ms", "log.message.format.version", "log.cleaner.enable",
-		"log.dir.failure.timeout.ms":
-		return false
-	}
-	for _, p := range dynamicBrokerKeyPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
+// allDynamicBrokerConfigs is DynamicBrokerConfig.AllDynamicConfigs of Kafka 3.7: the keys a
+// broker may change at runtime. DescribeConfigs reports every other key as read-only,
+// including listener-prefixed and dynamic-only keys, as Kafka does (it checks the exact name).
+var allDynamicBrokerConfigs = func() map[string]bool {
+	m := map[string]bool{}
+	for _, group := range [][]string{
+		// SslConfigs.RECONFIGURABLE_CONFIGS
+		{"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
+			"ssl.truststore.location", "ssl.truststore.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+			"ssl.truststore.certificates"},
+		// LogCleaner.ReconfigurableConfigs
+		{"log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor", "log.cleaner.io.buffer.size",
+			"message.max.bytes", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"},
+		// DynamicLogConfig.ReconfigurableConfigs: each topic key's primary broker key but
+		// log.message.format.version
+		{"log.segment.bytes", "log.roll.ms", "log.roll.jitter.ms", "log.index.size.max.bytes", "log.flush.interval.messages",
+			"log.flush.interval.ms", "log.retention.bytes", "log.retention.ms", "message.max.bytes", "log.index.interval.bytes",
+			"log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+			"log.segment.delete.delay.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy", "unclean.leader.election.enable",
+			"min.insync.replicas", "compression.type", "log.preallocate", "log.message.timestamp.type",
+			"log.message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
+			"log.message.downconversion.enable", "log.local.retention.ms", "log.local.retention.bytes"},
+		// DynamicThreadPool.ReconfigurableConfigs
+		{"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads"},
+		{"metric.reporters"},
+		// DynamicListenerConfig.ReconfigurableConfigs
+		{"advertised.listeners", "listeners", "listener.security.protocol.map", "principal.builder.class", "ssl.protocol",
+			"ssl.provider", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+			"ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation", "ssl.client.auth", "ssl.engine.factory.class",
+			"sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms", "sasl.kerberos.service.name",
+			"sasl.kerberos.kinit.cmd", "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
+			"sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules", "sasl.login.refresh.window.factor",
+			"sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
+			"max.connections", "max.connection.creation.rate", "num.network.threads"},
+		// SocketServer.ReconfigurableConfigs
+		{"max.connections.per.ip", "max.connections.per.ip.overrides", "max.connections", "max.connection.creation.rate"},
+		// ProducerStateManagerConfig.RECONFIGURABLE_CONFIGS
+		{"producer.id.expiration.ms", "transaction.partition.verification.enable"},
+		// DynamicRemoteLogConfig.ReconfigurableConfigs
+		{"remote.log.index.file.cache.total.size.bytes"},
+	} {
+		for _, k := range group {
+			m[k] = true
 		}
 	}
-	return false
+	return m
+}()
+
+// topicConfigEntries is ConfigHelper.createTopicConfigEntry over every topic config, sorted
+// by name, for the overrides of one topic, with the broker layers as they are now.
+func (a *APIs) topicConfigEntries(overrides map[string]string, withSynonyms, withDocs bool) []configEntry {
+	return topicConfigEntriesOf(a.configLayers(), overrides, withSynonyms, withDocs)
 }
 
-// brokerConfigEntries is ConfigHelper.createBrokerConfigEntry over this broker's properties.
-func (a *APIs) brokerConfigEntries(withSynonyms bool) []configEntry {
-	var props, static map[string]string
-	if a.Config != nil {
-		props, static = a.Config.Props, staticBrokerProps(a.Config)
+// topicConfigEntriesOf builds the entries: the value LogConfig resolves (topic override, else
+// the broker synonyms through the layers, else Kafka's default); synonyms are the topic
+// override then the primary broker key's synonyms through the layers; unknown keys kept in
+// the overrides are sensitive (Kafka hides values whose type it cannot tell).
+func topicConfigEntriesOf(layers brokerConfigLayers, overrides map[string]string, withSynonyms, withDocs bool) []configEntry {
+	brokerProps := layers.originals()
+	lc, err := logstore.NewLogConfig(brokerProps, overrides)
+	if err != nil {
+		// A bad stored override: Kafka would fail the same way when building the LogConfig;
+		// fall back to the broker layers so the other values still show.
+		lc, _ = logstore.NewLogConfig(brokerProps, nil)
 	}
-	// AbstractConfig.originals (set keys, known or not) ++ nonInternalValues (every known key).
-	seen := map[string]bool{}
-	var names []string
-	for _, k := range config.Names() {
-		seen[k] = true
-		names = append(names, k)
-	}
-	for k := range static {
-		if !seen[k] {
-			names = append(names, k)
+	names := logstore.TopicConfigNames()
+	for k := range overrides {
+		if _, known := topicConfigTypes[k]; !known {
+			names = append(names, k) // LogConfig.originals keeps unknown keys
 		}
 	}
 	sort.Strings(names)
 	out := make([]configEntry, 0, len(names))
 	for _, name := range names {
-		sensitive := isSensitiveBrokerKey(name)
-		// Kafka reports null for an unset key with a null default (log.retention.ms), even
-		// though another unit synonym gives the effective value.
+		typ, known := topicConfigTypes[name]
+		sensitive := !known
 		var value *string
-		if v, ok := static[name]; ok {
-			value = strp(v)
-		} else if d, known := config.Lookup(name); !known || d.HasDefault {
-			if v, ok := props[name]; ok {
+		if !sensitive {
+			if v, ok := lc.Get(name); ok {
+				value = strp(v)
+			} else if v, ok := overrides[name]; ok {
 				value = strp(v)
 			}
 		}
-		syns := brokerConfigSynonyms(name, brokerSynonymsOf(name), static, brokerKeyDefault)
-		if sensitive {
-			value = nil
-			for i := range syns {
-				syns[i].Value = nil
-			}
+		var syns []configSynonym
+		if _, ok := overrides[name]; ok {
+			syns = append(syns, configSynonym{Name: name, Value: value, Source: sourceTopicConfig})
 		}
-		e := configEntry{Name: name, Value: value, Source: sourceDefaultConfig, ReadOnly: !isDynamicBrokerKey(name),
-			IsSensitive: sensitive, Type: configTypeOf(name)}
+		if primary := logstore.BrokerSynonym(name); primary != "" {
+			syns = append(syns, layers.configSynonyms(primary, brokerSynonymsOf(primary), sensitive)...)
+		}
+		e := configEntry{Name: name, Value: value, Source: sourceDefaultConfig, IsSensitive: sensitive, Type: typ}
 		if len(syns) > 0 {
 			e.Source = syns[0].Source
 		}
 		if withSynonyms {
 			e.Synonyms = syns
 		}
+		if withDocs {
+			if d, ok := config.TopicDoc(name); ok {
+				e.Doc = strp(d)
+			}
+		}
 		out = append(out, e)
 	}
 	return out
+}
+
+// brokerConfigEntries is ConfigHelper.createBrokerConfigEntry. perBroker (resource name =
+// this broker's id): every known key and every key set in any layer, with the current
+// value and all synonyms. Cluster default (empty name): the keys set at
+// /config/brokers/<default>, with only their DYNAMIC_DEFAULT_BROKER_CONFIG synonyms.
+func (a *APIs) brokerConfigEntries(perBroker, withSynonyms, withDocs bool) []configEntry {
+	var props map[string]string
+	if cfg := a.config(); cfg != nil {
+		props = cfg.Props
+	}
+	return brokerConfigEntriesOf(a.configLayers(), props, perBroker, withSynonyms, withDocs)
+}
+
+// brokerConfigEntriesOf builds the entries from the layers and the current config's
+// normalized properties.
+func brokerConfigEntriesOf(layers brokerConfigLayers, props map[string]string, perBroker, withSynonyms, withDocs bool) []configEntry {
+	var names []string
+	var current map[string]string
+	if perBroker {
+		// AbstractConfig.originals (set keys, known or not) ++ nonInternalValues (every known key).
+		current = layers.originals()
+		seen := map[string]bool{}
+		for _, k := range config.Names() {
+			seen[k] = true
+			names = append(names, k)
+		}
+		for k := range current {
+			if !seen[k] {
+				names = append(names, k)
+			}
+		}
+	} else {
+		current = layers.dynDefault
+		for k := range current {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	out := make([]configEntry, 0, len(names))
+	for _, name := range names {
+		typ, known := brokerKeyType(name)
+		sensitive := !known || typ == config.TypePassword // KafkaConfig.maybeSensitive
+		var value *string
+		if !sensitive {
+			value = brokerConfigValue(name, current, props, perBroker)
+		}
+		syns := layers.configSynonyms(name, brokerSynonymsOf(name), sensitive)
+		if !perBroker {
+			kept := syns[:0]
+			for _, s := range syns {
+				if s.Source == sourceDynamicDefaultBroker {
+					kept = append(kept, s)
+				}
+			}
+			syns = kept
+		}
+		e := configEntry{Name: name, Value: value, Source: sourceDefaultConfig, ReadOnly: !allDynamicBrokerConfigs[name],
+			IsSensitive: sensitive, Type: typeUnknown}
+		if known {
+			e.Type = configTypeID(typ)
+		}
+		if len(syns) > 0 {
+			e.Source = syns[0].Source
+		}
+		if withSynonyms {
+			e.Synonyms = syns
+		}
+		if withDocs {
+			if d, ok := config.BrokerDoc(name); ok {
+				e.Doc = strp(d)
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// brokerConfigValue is the value Kafka prints for a broker key: for a key of KafkaConfig's
+// definition, its current parsed value (props, normalized), null when unset with a null
+// default, even where a unit synonym gives the effective value (log.retention.ms); for any
+// other key, the string it was set to.
+func brokerConfigValue(name string, current, props map[string]string, perBroker bool) *string {
+	v, set := current[name]
+	d, defined := config.Lookup(name)
+	if !perBroker || !defined {
+		if set {
+			return strp(v)
+		}
+		return nil
+	}
+	if set {
+		if p, ok := props[name]; ok {
+			return strp(p)
+		}
+		return strp(v)
+	}
+	if !d.HasDefault {
+		return nil
+	}
+	if p, ok := props[name]; ok {
+		return strp(p)
+	}
+	return strp(d.Default)
 }
 
 func (a *APIs) handleDescribeConfigs(ctx context.Context, rc *RequestContext, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
@@ -335,7 +464,7 @@ func (a *APIs) handleDescribeConfigs(ctx context.Context, rc *RequestContext, re
 			resp.Resources = append(resp.Resources, r)
 			continue
 		}
-		entries, err := a.describeResource(ad, res, req.IncludeSynonyms)
+		entries, err := a.describeResource(ad, res, req.IncludeSynonyms, req.IncludeDocumentation)
 		if err != nil {
 			r.ErrorCode, r.ErrorMessage = apiErrorParts(err)
 			log := a.Log
@@ -352,7 +481,8 @@ func (a *APIs) handleDescribeConfigs(ctx context.Context, rc *RequestContext, re
 		}
 		r.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
 		for _, e := range entries {
-			if res.ConfigNames != nil && !containsString(res.ConfigNames, e.Name) {
+			// Kafka: a null or empty key list means every key.
+			if len(res.ConfigNames) > 0 && !containsString(res.ConfigNames, e.Name) {
 				continue
 			}
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
@@ -360,6 +490,7 @@ func (a *APIs) handleDescribeConfigs(ctx context.Context, rc *RequestContext, re
 			c.Source = kmsg.ConfigSource(e.Source)
 			c.IsDefault = e.Source == sourceDefaultConfig // v0's is_default
 			c.ConfigType = kmsg.ConfigType(e.Type)
+			c.Documentation = e.Doc
 			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
 			for _, s := range e.Synonyms {
 				cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
@@ -374,7 +505,7 @@ func (a *APIs) handleDescribeConfigs(ctx context.Context, rc *RequestContext, re
 }
 
 // describeResource returns the entries of one resource or its error.
-func (a *APIs) describeResource(ad *adminState, res kmsg.DescribeConfigsRequestResource, withSynonyms bool) ([]configEntry, error) {
+func (a *APIs) describeResource(ad *adminState, res kmsg.DescribeConfigsRequestResource, withSynonyms, withDocs bool) ([]configEntry, error) {
 	switch res.ResourceType {
 	case resourceTopic:
 		if err := validateTopicName(res.ResourceName); err != nil {
@@ -387,10 +518,10 @@ func (a *APIs) describeResource(ad *adminState, res kmsg.DescribeConfigsRequestR
 		if err != nil {
 			return nil, err
 		}
-		return ad.topicConfigEntries(overrides, withSynonyms), nil
+		return a.topicConfigEntries(overrides, withSynonyms, withDocs), nil
 	case resourceBroker:
 		if res.ResourceName == "" {
-			return nil, nil // no dynamic cluster-wide defaults yet
+			return a.brokerConfigEntries(false, withSynonyms, withDocs), nil
 		}
 		id, err := resourceNameToBrokerID(res.ResourceName)
 		if err != nil {
@@ -399,7 +530,7 @@ func (a *APIs) describeResource(ad *adminState, res kmsg.DescribeConfigsRequestR
 		if id != a.BrokerID {
 			return nil, newAPIError(kerr.InvalidRequest, "Unexpected broker id, expected %d or empty string, but received %s", a.BrokerID, res.ResourceName)
 		}
-		return a.brokerConfigEntries(withSynonyms), nil
+		return a.brokerConfigEntries(true, withSynonyms, withDocs), nil
 	case resourceBrokerLogger:
 		if res.ResourceName == "" {
 			return nil, newAPIError(kerr.InvalidRequest, "Broker id must not be empty")
@@ -411,14 +542,7 @@ func (a *APIs) describeResource(ad *adminState, res kmsg.DescribeConfigsRequestR
 		if id != a.BrokerID {
 			return nil, newAPIError(kerr.InvalidRequest, "Unexpected broker id, expected %d but received %s", a.BrokerID, res.ResourceName)
 		}
-		level := "INFO"
-		if a.Log != nil {
-			level = strings.ToUpper(a.Log.Logger.GetLevel().String())
-			if level == "WARNING" {
-				level = "WARN"
-			}
-		}
-		return []configEntry{{Name: "root", Value: strp(level), Source: sourceDynamicBrokerLoggerConfig}}, nil
+		return a.brokerLoggerEntries(), nil
 	}
 	return nil, newAPIError(kerr.InvalidRequest, "Unsupported resource type: %s", res.ResourceType)
 }

@@ -1,16 +1,20 @@
 package broker
 
-// 33_alter_configs.go — AlterConfigs v0-2 (ZkAdminManager.alterConfigs). A topic resource
-// replaces the topic's whole override set: the topic must exist (UNKNOWN_TOPIC_OR_PARTITION),
-// names and values are LogConfig-validated (INVALID_CONFIG), then /config/topics/<t> is
-// written with a /config/changes notification that every broker applies to its live logs
-// (config_handler.go). validate_only stops after validation. Deviation: samsa has no
-// dynamic broker configs, so a broker resource is INVALID_REQUEST instead of being written to
-// /config/brokers (DescribeConfigs shows the static ones).
+// 33_alter_configs.go — AlterConfigs v0-2 (ConfigAdminManager.preprocess, then
+// ZkAdminManager.alterConfigs). Each resource appears once ("Each resource must appear at
+// most once."), with no duplicate keys and no null values. A topic resource replaces the
+// topic's whole override set: the topic must exist (UNKNOWN_TOPIC_OR_PARTITION), names and
+// values are LogConfig-validated (INVALID_CONFIG), then /config/topics/<t> is written with a
+// /config/changes notification that every broker applies to its live logs
+// (config_handler.go). A broker resource replaces /config/brokers/<id> or
+// /config/brokers/<default> (dynamic_config_admin.go). BROKER_LOGGER and other types are
+// INVALID_REQUEST ("Unknown resource type 8"), as in Kafka. validate_only stops after
+// validation.
 
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,26 +35,9 @@ func (a *APIs) handleAlterConfigs(ctx context.Context, rc *RequestContext, req *
 		r.ResourceType, r.ResourceName = res.ResourceType, res.ResourceName
 		var err error
 		if seen[fmt.Sprintf("%d/%s", res.ResourceType, res.ResourceName)] > 1 {
-			// KafkaApis rejects duplicate resources before authorizing them.
-			err = newAPIError(kerr.InvalidRequest, "Error due to duplicate config resources")
+			err = newAPIError(kerr.InvalidRequest, "Each resource must appear at most once.")
 		} else {
-			cfg := map[string]string{}
-			for _, c := range res.Configs {
-				if c.Value == nil {
-					err = newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", c.Name)
-					break
-				}
-				cfg[c.Name] = *c.Value
-			}
-			if err == nil && int8(res.ResourceType) != resourceBrokerLogger {
-				// KafkaApis: ALTER_CONFIGS on the topic or the cluster (null message).
-				if denied := a.configResourceAuthorized(rc, kmsg.ACLOperationAlterConfigs, int8(res.ResourceType), res.ResourceName); denied != nil {
-					err = denied
-				}
-			}
-			if err == nil {
-				err = a.alterResourceConfig(ad, int8(res.ResourceType), res.ResourceName, cfg, req.ValidateOnly)
-			}
+			err = a.alterConfigsResource(rc, ad, res, req.ValidateOnly)
 		}
 		r.ErrorCode, r.ErrorMessage = apiErrorParts(err)
 		if err != nil {
@@ -61,7 +48,38 @@ func (a *APIs) handleAlterConfigs(ctx context.Context, rc *RequestContext, req *
 	return resp, nil
 }
 
-// alterResourceConfig validates cfg as the complete new override set of a resource and, unless
+// alterConfigsResource is preprocess and alterConfigs for one resource.
+func (a *APIs) alterConfigsResource(rc *RequestContext, ad *adminState, res kmsg.AlterConfigsRequestResource, validateOnly bool) error {
+	cfg := map[string]string{}
+	var nulls []string
+	for _, c := range res.Configs {
+		if _, dup := cfg[c.Name]; dup {
+			return newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+		}
+		cfg[c.Name] = ""
+		if c.Value == nil {
+			nulls = append(nulls, c.Name)
+			continue
+		}
+		cfg[c.Name] = *c.Value
+	}
+	if len(nulls) > 0 {
+		return newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
+	}
+	switch int8(res.ResourceType) {
+	case resourceBroker:
+		return a.alterBrokerConfigs(rc, ad, res.ResourceName, cfg, validateOnly)
+	case resourceTopic:
+		// KafkaApis: ALTER_CONFIGS on the topic (null message).
+		if denied := a.configResourceAuthorized(rc, kmsg.ACLOperationAlterConfigs, resourceTopic, res.ResourceName); denied != nil {
+			return denied
+		}
+		return a.alterResourceConfig(ad, resourceTopic, res.ResourceName, cfg, validateOnly)
+	}
+	return newAPIError(kerr.InvalidRequest, "Unknown resource type %d", res.ResourceType)
+}
+
+// alterResourceConfig validates cfg as the complete new override set of a topic and, unless
 // validateOnly, stores it (AdminZkClient.changeTopicConfig).
 func (a *APIs) alterResourceConfig(ad *adminState, resType int8, name string, cfg map[string]string, validateOnly bool) error {
 	switch resType {
@@ -90,15 +108,6 @@ func (a *APIs) alterResourceConfig(ad *adminState, resType int8, name string, cf
 		}
 		ad.log.WithFields(logrus.Fields{"topic": name, "config": cfg}).Info("updated topic config")
 		return nil
-	case resourceBroker:
-		if name != "" {
-			if _, err := resourceNameToBrokerID(name); err != nil {
-				return err
-			}
-		}
-		return newAPIError(kerr.InvalidRequest, "samsa does not support dynamic broker configs; set them in the broker's config file")
-	case resourceBrokerLogger:
-		return newAPIError(kerr.InvalidRequest, "samsa does not support changing broker log levels at runtime")
 	}
 	return newAPIError(kerr.InvalidRequest, "Unsupported resource type: %d", resType)
 }

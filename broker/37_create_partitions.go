@@ -7,8 +7,10 @@ package broker
 // data watch creates the partitions. Like CreateTopics, the answer waits for leaders of all
 // the topic's partitions (DelayedCreatePartitions) up to timeout_ms.
 // ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED (authz.go).
-// Deviations: no controller mutation quota; a concurrent change of the topic
-// znode (Kafka writes unconditionally) is retried from a fresh read.
+// The controller mutation quota (controller_mutation_quota.go) charges each new partition,
+// strictly from v3 (THROTTLING_QUOTA_EXCEEDED), and sets throttle_time_ms.
+// Deviations: a concurrent change of the topic znode (Kafka writes unconditionally) is
+// retried from a fresh read.
 
 import (
 	"context"
@@ -29,6 +31,7 @@ func init() { registerAPI(0, 3, (*APIs).handleCreatePartitions) }
 
 func (a *APIs) handleCreatePartitions(ctx context.Context, rc *RequestContext, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	mq := a.controllerMutationQuotas().newQuotaFor(rc, 3)
 	add := func(topic string, err error) {
 		r := kmsg.NewCreatePartitionsResponseTopic()
 		r.Topic = topic
@@ -81,9 +84,11 @@ func (a *APIs) handleCreatePartitions(ctx context.Context, rc *RequestContext, r
 			if markedErr != nil {
 				p.err = markedErr
 			} else {
-				p.parts, p.err = ad.createPartitions(t, req.ValidateOnly)
+				p.parts, p.err = ad.createPartitionsWithQuota(t, req.ValidateOnly, mq)
 			}
-			if p.err != nil {
+			if isThrottlingError(p.err) {
+				ad.log.WithField("topic", t.Topic).Debug("partition(s) creation not allowed because quota is violated")
+			} else if p.err != nil {
 				ad.log.WithError(p.err).WithField("topic", t.Topic).Info("error processing create partitions request")
 			}
 			todo = append(todo, p)
@@ -118,6 +123,7 @@ func (a *APIs) handleCreatePartitions(ctx context.Context, rc *RequestContext, r
 	for _, p := range errs {
 		add(p.topic, p.err)
 	}
+	throttleControllerMutation(rc, mq, &resp.ThrottleMillis)
 	return resp, nil
 }
 

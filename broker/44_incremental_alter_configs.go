@@ -5,7 +5,9 @@ package broker
 // overrides are read from /config/topics/<t>, each op applied (SET, DELETE; APPEND and
 // SUBTRACT only for list-typed keys, starting from the default when unset), the result
 // validated and stored as AlterConfigs does (33_alter_configs.go). Duplicate keys in one
-// resource are INVALID_REQUEST. Deviations as in 33_alter_configs.go for broker resources.
+// resource are INVALID_REQUEST. A broker resource edits /config/brokers/<id> or
+// /config/brokers/<default> (dynamic_config_admin.go); a BROKER_LOGGER resource changes this
+// broker's log levels (logger_levels.go), each authorizing itself in Kafka's order.
 
 import (
 	"context"
@@ -39,12 +41,17 @@ func (a *APIs) handleIncrementalAlterConfigs(ctx context.Context, rc *RequestCon
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = res.ResourceType, res.ResourceName
 		var err error
-		if seen[fmt.Sprintf("%d/%s", res.ResourceType, res.ResourceName)] > 1 {
-			err = newAPIError(kerr.InvalidRequest, "Error due to duplicate config resources")
-		} else if denied := a.configResourceAuthorized(rc, kmsg.ACLOperationAlterConfigs, int8(res.ResourceType), res.ResourceName); denied != nil {
-			err = denied // KafkaApis: ALTER_CONFIGS on the topic or the cluster (null message)
-		} else {
-			err = a.incrementalAlter(ad, res, req.ValidateOnly)
+		switch {
+		case seen[fmt.Sprintf("%d/%s", res.ResourceType, res.ResourceName)] > 1:
+			err = newAPIError(kerr.InvalidRequest, "Each resource must appear at most once.")
+		case int8(res.ResourceType) == resourceBroker:
+			err = a.incrementalAlterBrokerConfigs(rc, ad, res, req.ValidateOnly)
+		case int8(res.ResourceType) == resourceBrokerLogger:
+			err = a.alterBrokerLoggers(rc, res, req.ValidateOnly)
+		case int8(res.ResourceType) != resourceTopic:
+			err = newAPIError(kerr.InvalidRequest, "Unknown resource type %d", res.ResourceType)
+		default:
+			err = a.incrementalAlterTopic(rc, ad, res, req.ValidateOnly)
 		}
 		r.ErrorCode, r.ErrorMessage = apiErrorParts(err)
 		if err != nil {
@@ -55,16 +62,18 @@ func (a *APIs) handleIncrementalAlterConfigs(ctx context.Context, rc *RequestCon
 	return resp, nil
 }
 
-func (a *APIs) incrementalAlter(ad *adminState, res kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+// incrementalAlterTopic authorizes ALTER_CONFIGS on the topic (null message), then applies
+// the ops to its overrides.
+func (a *APIs) incrementalAlterTopic(rc *RequestContext, ad *adminState, res kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	if denied := a.configResourceAuthorized(rc, kmsg.ACLOperationAlterConfigs, resourceTopic, res.ResourceName); denied != nil {
+		return denied
+	}
 	keys := map[string]bool{}
 	for _, c := range res.Configs {
 		if keys[c.Name] {
 			return newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
 		}
 		keys[c.Name] = true
-	}
-	if int8(res.ResourceType) != resourceTopic {
-		return a.alterResourceConfig(ad, int8(res.ResourceType), res.ResourceName, nil, validateOnly)
 	}
 	if ad == nil || ad.zk == nil {
 		return &apiError{code: kerr.UnknownTopicOrPartition}

@@ -458,7 +458,7 @@ func TestDescribeConfigs(t *testing.T) {
 	lreq := kmsg.NewPtrDescribeConfigsRequest()
 	lreq.Resources = []kmsg.DescribeConfigsRequestResource{res(kmsg.ConfigResourceTypeBrokerLogger, "1"), res(kmsg.ConfigResourceTypeBrokerLogger, "")}
 	lresp := tc.request(lreq, 4).(*kmsg.DescribeConfigsResponse)
-	if r := lresp.Resources[0]; r.ErrorCode != 0 || len(r.Configs) != 1 || r.Configs[0].Name != "root" || r.Configs[0].Source != kmsg.ConfigSourceDynamicBrokerLoggerConfig {
+	if r := lresp.Resources[0]; r.ErrorCode != 0 || len(r.Configs) == 0 || r.Configs[0].Name != "kafka" || r.Configs[0].Source != kmsg.ConfigSourceDynamicBrokerLoggerConfig {
 		t.Fatalf("BROKER_LOGGER %+v", r)
 	}
 	adminWantCode(t, "BROKER_LOGGER without id", lresp.Resources[1].ErrorCode, kerr.InvalidRequest)

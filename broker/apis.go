@@ -64,6 +64,9 @@ type RequestContext struct {
 	Principal security.Principal
 	Received  time.Time
 	Log       *logrus.Entry // per-connection entry with client and request fields
+	// Size is the request's size in bytes, header included (Kafka's request.sizeInBytes,
+	// what the produce quota counts); 0 when the request did not come off a connection.
+	Size int32
 
 	// muteFor is how long the connection reads no further request after this one's
 	// response (a quota's throttle time, KIP-219); set it with Throttle.
@@ -202,5 +205,5 @@ func (a *APIs) Handle(ctx context.Context, rc *RequestContext, req kmsg.Request)
 	if !ok || req.GetVersion() < e.minV || req.GetVersion() > e.maxV {
 		return nil, fmt.Errorf("%w: key %d version %d", errUnsupportedAPI, req.Key(), req.GetVersion())
 	}
-	return e.fn(a, ctx, rc, req)
+	return a.handleWithRequestQuota(ctx, rc, req, e.fn)
 }

@@ -687,7 +687,8 @@ func incrementalAlterReq(rt kmsg.ConfigResourceType, name string) func(string) k
 		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		c.Name, c.Value = "retention.ms", kmsg.StringPtr("100000")
 		if rt == kmsg.ConfigResourceTypeBroker {
-			c.Name = "log.cleaner.threads"
+			// A valid value: Kafka validates broker configs before it authorizes them.
+			c.Name, c.Value = "log.cleaner.threads", kmsg.StringPtr("2")
 		}
 		rr.Configs = append(rr.Configs, c)
 		r.Resources, r.ValidateOnly = append(r.Resources, rr), true

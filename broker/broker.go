@@ -4,7 +4,8 @@ package broker
 // ZooKeeper-mode broker.
 //
 // Start:    ZooKeeper session → persistent top-level paths → cluster id → broker id (config,
-//           meta.properties, or /brokers/seqid) → LogManager (load + background tasks) →
+//           meta.properties, or /brokers/seqid) → dynamic broker configs (/config/brokers,
+//           dynamic_config.go) → LogManager (load + background tasks) →
 //           ReplicaManager, MetadataCache, KafkaApis → bind every listener (port 0 binds a
 //           free port) and serve → register /brokers/ids/<id> with the bound ports (its
 //           czxid is the broker epoch) → controller election loop.
@@ -76,9 +77,15 @@ type Broker struct {
 	ctrl      *controller.Controller
 	listeners []*boundListener
 	scram     *scramCredentialCache // SCRAM credentials of /config/users (scram_credentials.go)
+	// dynConfig is the configuration in force: static file + /config/brokers (dynamic_config.go).
+	dynConfig *DynamicBrokerConfig
+	// ipQuotas receives /config/ips changes (ConnectionQuotas); nil ignores them.
+	ipQuotas interface{ IPConfigChanged(ip string) error }
 	// dialer is the client side of the inter-broker listener (TLS, SASL) every connection to
 	// another broker uses; nil dials plain TCP.
 	dialer *kclient.Dialer
+	// tlsReloaders swap each TLS listener's key and trust stores (listener_security.go).
+	tlsReloaders map[string]*serverTLSReloader
 
 	runCtx    context.Context // background work; cancelled by Shutdown
 	runCancel context.CancelFunc
@@ -264,6 +271,16 @@ func (b *Broker) start(ctx context.Context) error {
 	b.log = b.log.WithField("broker", b.brokerID)
 	log := b.log
 
+	// Dynamic broker configs (KafkaServer.startup: DynamicBrokerConfig.initialize right after
+	// the broker id): /config/brokers/<default> and /config/brokers/<id> apply from here on,
+	// so the log manager, the listeners and everything below start with them.
+	b.dynConfig = NewDynamicBrokerConfig(cfg)
+	if err := b.dynConfig.Initialize(zk, b.brokerID, log); err != nil {
+		return fmt.Errorf("load dynamic broker configs: %w", err)
+	}
+	cfg = b.dynConfig.Current()
+	b.cfg = cfg
+
 	// Security, before anything serves (KafkaServer.startup builds the credential provider
 	// and each listener's channel builder first): a listener whose TLS or SASL settings cannot
 	// be honoured stops start-up here, naming the listener.
@@ -329,6 +346,8 @@ func (b *Broker) start(ctx context.Context) error {
 		Log:         log,
 		BrokerEpoch: b.BrokerEpoch,
 		Dialer:      b.dialer,
+		// The replication throttles' per-broker rates (replication_quota.go).
+		DynamicConfig: b.dynConfig,
 	})
 	// Replica fetchers, AlterPartition sender, ISR expiration (ReplicaManager.startup).
 	b.replicas.Startup(b.runCtx)
@@ -350,6 +369,23 @@ func (b *Broker) start(ctx context.Context) error {
 		log: log.WithField("component", "admin")}
 	b.apis = NewAPIs(cfg, b.brokerID, clusterID, b.replicas, b.metadata, log)
 	b.apis.Admin = b.admin
+	b.apis.DynamicConfig = b.dynConfig
+	// Client quotas (QuotaFactory.instantiate), loaded from /config/users and /config/clients
+	// before any listener serves; the config handler keeps them current.
+	quotas, err := NewQuotaManagers(cfg, zk, log)
+	if err != nil {
+		return fmt.Errorf("load client quotas: %w", err)
+	}
+	b.apis.Quotas = quotas
+	// Connection quotas (SocketServer's ConnectionQuotas), with /config/ips loaded.
+	connQuotas, err := NewConnectionQuotas(cfg, zk, log)
+	if err != nil {
+		return fmt.Errorf("connection quotas: %w", err)
+	}
+	if err := connQuotas.LoadIPConfigs(); err != nil {
+		log.WithError(err).Warn("could not load ip connection quotas; /config/ips changes will apply them")
+	}
+	b.ipQuotas = connQuotas
 	b.apis.AutoCreateTopic = b.admin.AutoCreateTopic
 	b.apis.IsController = b.ctrl.IsActive
 	// The authorizer (authorizer.class.name) with its ACLs loaded, before any listener serves.
@@ -373,6 +409,7 @@ func (b *Broker) start(ctx context.Context) error {
 	for _, bl := range b.listeners {
 		bl.server = NewSocketServer(bl.ln, bl.cfg.Name, b.apis, maxReq, log.WithField("listener", bl.cfg.Name))
 		bl.server.Security = bl.sec
+		bl.server.Quotas = connQuotas
 		b.wg.Add(1)
 		go func(s *SocketServer) {
 			defer b.wg.Done()
@@ -381,6 +418,13 @@ func (b *Broker) start(ctx context.Context) error {
 			}
 		}(bl.server)
 	}
+
+	// Components that apply dynamic configs live (DynamicBrokerConfig.addReconfigurables),
+	// before the config handler starts delivering changes.
+	for _, r := range b.reconfigurables() {
+		b.dynConfig.AddReconfigurable(r)
+	}
+	b.dynConfig.AddReconfigurable(connQuotas)
 
 	// Registration. Subscribe to session events first so no expiry is missed.
 	sessionEvents := zk.SessionEvents()

@@ -11,10 +11,11 @@ package broker
 // older than 15 minutes are deleted on each pass (changeExpirationMs), as every broker does
 // in Kafka.
 // A user's change re-reads its SCRAM credentials into the broker's credential cache
-// (UserConfigHandler → CredentialProvider.updateCredentials, scram_credentials.go).
-// Deviations: broker, client and ip entities and user quotas are logged and not applied
-// (samsa has no dynamic broker configs or quotas); throttled-replica lists are stored but
-// not enforced.
+// (UserConfigHandler → CredentialProvider.updateCredentials, scram_credentials.go) and, like
+// clients/<c> and users/<u>/clients/<c>, tells the client quota managers
+// (QuotaConfigHandler); ips/<ip> goes to the connection quotas (IpConfigHandler);
+// brokers/<default> and brokers/<id> re-read and apply the dynamic broker configs
+// (BrokerConfigHandler → DynamicBrokerConfig, dynamic_config.go).
 
 import (
 	"context"
@@ -44,7 +45,15 @@ type configChangeListener struct {
 	// topicChanged tells this broker's controller (a no-op unless active), for
 	// unclean.leader.election.enable (KafkaController.enableTopicUncleanLeaderElection).
 	topicChanged func(topic string)
-	brokerProps  map[string]string
+	// brokerProps are the broker's current properties (topic defaults), read on each change.
+	brokerProps func() map[string]string
+	// brokerConfigChanged applies a brokers/<entity> notification; nil ignores them.
+	brokerConfigChanged func(entity string) error
+	// quotaChanged tells the client quota managers of a clients/ or users/ entity change
+	// (the name as notified: sanitized, possibly <user>/clients/<client>); nil ignores them.
+	quotaChanged func(entityType, entityName string)
+	// ipChanged tells the connection quotas of an ips/<ip> change; nil ignores them.
+	ipChanged func(ip string) error
 	// credentials is the SCRAM credential cache users/<user> changes update; nil ignores them.
 	credentials *scramCredentialCache
 	log         *logrus.Entry
@@ -61,11 +70,16 @@ func (b *Broker) startConfigChangeListener() {
 		logs:               b.logs.AllLogs,
 		topicConfigUpdated: b.logs.TopicConfigUpdated,
 		topicChanged:       b.ctrl.TopicConfigChanged,
-		brokerProps:        b.cfg.Props,
-		credentials:        b.scram,
-		log:                b.log.WithField("component", "config.change"),
-		now:                time.Now,
-		lastExecuted:       -1,
+		brokerProps:        b.currentProps,
+		brokerConfigChanged: func(entity string) error {
+			return b.dynConfig.HandleConfigChange(b.zk, entity)
+		},
+		quotaChanged: b.quotaConfigChanged,
+		ipChanged:    b.ipConfigChanged,
+		credentials:  b.scram,
+		log:          b.log.WithField("component", "config.change"),
+		now:          time.Now,
+		lastExecuted: -1,
 	}
 	b.wg.Add(1)
 	go func() {
@@ -173,6 +187,18 @@ func (l *configChangeListener) processNotification(path string, data []byte) {
 			l.topicChanged(name)
 		}
 	case zkmeta.ConfigTypeUser:
+		// UserConfigHandler: quotas for <user> and <user>/clients/<client>, credentials
+		// for a plain <user> other than <default>.
+		if parts := strings.Split(name, "/"); len(parts) != 1 && len(parts) != 3 {
+			log.Warn("ignoring user config change with an invalid quota entity path")
+			return
+		}
+		if l.quotaChanged != nil {
+			l.quotaChanged(entityType, name)
+		}
+		if strings.Contains(name, "/") || name == zkmeta.ConfigEntityDefault {
+			return
+		}
 		if l.credentials == nil {
 			log.Debug("user config changed; no SCRAM credential cache on this broker")
 			return
@@ -182,6 +208,24 @@ func (l *configChangeListener) processNotification(path string, data []byte) {
 			return
 		}
 		log.Info("updated SCRAM credentials")
+	case zkmeta.ConfigTypeClient:
+		if l.quotaChanged != nil {
+			l.quotaChanged(entityType, name)
+		}
+	case zkmeta.ConfigTypeIP:
+		if l.ipChanged != nil {
+			if err := l.ipChanged(name); err != nil {
+				log.WithError(err).Warn("could not apply ip quota change")
+			}
+		}
+	case zkmeta.ConfigTypeBroker:
+		if l.brokerConfigChanged == nil {
+			log.Debug("broker config changed; no dynamic broker config on this broker")
+			return
+		}
+		if err := l.brokerConfigChanged(name); err != nil {
+			log.WithError(err).Warn("could not apply broker config change")
+		}
 	default:
 		log.Info("config change for an entity type samsa does not apply dynamically; ignored")
 	}
@@ -206,7 +250,11 @@ func (l *configChangeListener) applyTopicConfig(topic string, overrides map[stri
 		log.Debug("topic config changed; no local logs")
 		return
 	}
-	cfg, err := logstore.NewLogConfig(l.brokerProps, overrides)
+	var props map[string]string
+	if l.brokerProps != nil {
+		props = l.brokerProps()
+	}
+	cfg, err := logstore.NewLogConfig(props, overrides)
 	if err != nil {
 		log.WithError(err).Warn("invalid topic config in zookeeper; logs keep their current config")
 		return
@@ -215,4 +263,42 @@ func (l *configChangeListener) applyTopicConfig(topic string, overrides map[stri
 		lg.SetConfig(cfg)
 	}
 	log.WithFields(logrus.Fields{"logs": len(logs), "overrides": len(overrides)}).Info("applied topic config change")
+}
+
+// currentProps are the broker's properties in force (dynamic updates included).
+func (b *Broker) currentProps() map[string]string {
+	if b.dynConfig != nil {
+		return b.dynConfig.Current().Props
+	}
+	return b.cfg.Props
+}
+
+// quotaEntityListener is what the client quota managers expose for notifications
+// ((*QuotaManagers).EntityConfigChanged, QuotaConfigHandler).
+type quotaEntityListener interface {
+	EntityConfigChanged(entityType, entityName string)
+}
+
+// The quota components must keep the hooks' signatures.
+var (
+	_ quotaEntityListener                           = (*QuotaManagers)(nil)
+	_ interface{ IPConfigChanged(ip string) error } = (*ConnectionQuotas)(nil)
+)
+
+// quotaConfigChanged hands a clients/ or users/ change to the client quota managers, if any.
+func (b *Broker) quotaConfigChanged(entityType, entityName string) {
+	if b.apis == nil || b.apis.Quotas == nil {
+		return
+	}
+	if q, ok := any(b.apis.Quotas).(quotaEntityListener); ok {
+		q.EntityConfigChanged(entityType, entityName)
+	}
+}
+
+// ipConfigChanged hands an ips/<ip> change to the connection quotas, if any.
+func (b *Broker) ipConfigChanged(ip string) error {
+	if b.ipQuotas == nil {
+		return nil
+	}
+	return b.ipQuotas.IPConfigChanged(ip)
 }

@@ -25,7 +25,7 @@ func TestTopicConfigChangeDuringLogCreationReachesNewLog(t *testing.T) {
 	}
 	defer zk.Close()
 	handler := &configChangeListener{zk: zk, logs: e.logs.AllLogs, topicConfigUpdated: e.logs.TopicConfigUpdated,
-		brokerProps: e.cfg.Props, log: e.log, now: time.Now, lastExecuted: -1}
+		brokerProps: func() map[string]string { return e.cfg.Props }, log: e.log, now: time.Now, lastExecuted: -1}
 	// change stores a new retention.ms and runs the handler over the notification, as the
 	// broker's listener does when the /config/changes watch fires.
 	change := func(retentionMs string) {

@@ -27,6 +27,7 @@ import (
 	"math/bits"
 	"net"
 	"runtime/debug"
+	"sort"
 	"sync"
 	"time"
 
@@ -156,6 +157,9 @@ type SocketServer struct {
 	// nil is PLAINTEXT. On SSL and SASL_SSL listeners record bytes are always copied, as
 	// sendfile cannot write through TLS. Set before Serve.
 	Security *ListenerSecurity
+	// Quotas are the broker's connection limits (conn_quotas.go), shared by its listeners;
+	// nil accepts every connection. Set before Serve.
+	Quotas *ConnectionQuotas
 
 	l               net.Listener
 	listenerName    string
@@ -167,8 +171,11 @@ type SocketServer struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
-	cancel context.CancelFunc
-	done   chan struct{} // closed when Serve returns; nil until Serve starts
+	// accepted orders the counted connections by acceptance, for closeOldest.
+	accepted    map[net.Conn]uint64
+	acceptedSeq uint64
+	cancel      context.CancelFunc
+	done        chan struct{} // closed when Serve returns; nil until Serve starts
 }
 
 // NewSocketServer serves h on l. listenerName is the listener's name (PLAINTEXT...), which
@@ -180,7 +187,7 @@ func NewSocketServer(l net.Listener, listenerName string, h Handler, maxRequestB
 	return &SocketServer{
 		l: l, listenerName: listenerName, h: h, maxRequestBytes: maxRequestBytes,
 		log:   log.WithFields(logrus.Fields{"component": "socket.server", "listener": listenerName}),
-		conns: map[net.Conn]struct{}{},
+		conns: map[net.Conn]struct{}{}, accepted: map[net.Conn]uint64{},
 	}
 }
 
@@ -218,6 +225,9 @@ func (s *SocketServer) Serve(ctx context.Context) error {
 		s.mu.Unlock()
 		wg.Wait()
 	}()
+	if s.Quotas != nil {
+		s.Quotas.register(s.listenerName, s.closeOldest)
+	}
 	wg.Add(1)
 	go func() { // unblock Accept on ctx done; exits when Serve's defer cancels
 		defer wg.Done()
@@ -243,13 +253,22 @@ func (s *SocketServer) Serve(ctx context.Context) error {
 			continue
 		}
 		backoff = 0
+		ip := remoteIP(c.RemoteAddr())
+		if !s.admit(ctx, c, ip) {
+			continue
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			c.Close()
+			if s.Quotas != nil {
+				s.Quotas.Dec(s.listenerName, ip)
+			}
 			return nil
 		}
 		s.conns[c] = struct{}{}
+		s.acceptedSeq++
+		s.accepted[c] = s.acceptedSeq
 		s.mu.Unlock()
 		wg.Add(1)
 		go func() {
@@ -257,10 +276,94 @@ func (s *SocketServer) Serve(ctx context.Context) error {
 			s.serveConn(ctx, c)
 			s.mu.Lock()
 			delete(s.conns, c)
+			delete(s.accepted, c)
 			s.mu.Unlock()
 			c.Close()
+			if s.Quotas != nil {
+				s.Quotas.Dec(s.listenerName, ip)
+			}
 		}()
 	}
+}
+
+// admit applies the connection quotas to an accepted connection, as Kafka's Acceptor.accept:
+// it may wait for a slot or for the creation rate; a connection from an address over its
+// limit is closed at once, one over its address's creation rate is closed after its throttle
+// time without being served. It reports whether c is to be served (and is counted).
+func (s *SocketServer) admit(ctx context.Context, c net.Conn, ip string) bool {
+	if s.Quotas == nil {
+		return true
+	}
+	err := s.Quotas.Inc(ctx, s.listenerName, ip)
+	if err == nil {
+		return true
+	}
+	var throttled *connectionThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		s.log.WithFields(logrus.Fields{"ip": ip, "throttle_ms": throttled.throttle.Milliseconds()}).
+			Debug("Delaying closing of connection: address over its connection creation rate")
+		s.closeAfter(c, throttled.throttle)
+	case errors.Is(err, ErrTooManyConnections):
+		l := s.log.WithError(err).WithField("ip", ip)
+		if s.limiter.allow(time.Now()) {
+			l.Info("Rejected connection: address already has the configured maximum of connections")
+		} else {
+			l.Debug("Rejected connection: address already has the configured maximum of connections")
+		}
+		c.Close()
+		s.Quotas.Dec(s.listenerName, ip)
+	default: // stopping
+		c.Close()
+	}
+	return false
+}
+
+// closeAfter holds a throttled connection open, unserved, for d and then closes it (Kafka's
+// DelayedCloseSocket); Serve's shutdown closes it earlier.
+func (s *SocketServer) closeAfter(c net.Conn, d time.Duration) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	time.AfterFunc(d, func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	})
+}
+
+// closeOldest closes up to n of the listener's oldest served connections, for a broker over
+// max.connections (Processor.closeExcessConnections); each is counted down when its
+// goroutine ends. It returns how many it closed.
+func (s *SocketServer) closeOldest(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type entry struct {
+		c   net.Conn
+		seq uint64
+	}
+	all := make([]entry, 0, len(s.accepted))
+	for c, seq := range s.accepted {
+		all = append(all, entry{c, seq})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	closed := 0
+	for _, e := range all {
+		if closed >= n {
+			break
+		}
+		delete(s.accepted, e.c) // not chosen twice while its goroutine winds down
+		e.c.Close()
+		closed++
+		s.log.WithField("remote", e.c.RemoteAddr().String()).Info("closing connection: broker over max.connections")
+	}
+	return closed
 }
 
 // Close stops accepting, closes every connection and waits for Serve to return.
@@ -416,6 +519,7 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 			Principal:     principal,
 			Received:      received,
 			Log:           connLog,
+			Size:          size,
 		}
 		if h.key == 1 && zc != nil {
 			zc.reset()

@@ -17,7 +17,8 @@ package broker
 // never to the HW alone. Errors delay the partition by replica.fetch.backoff.ms; so does a
 // truncation that leaves the partition's fetch position as it was, so that a leader that
 // keeps reporting the same divergence is not asked again in a tight loop (that case logs
-// at Info once, then at Debug).
+// at Info once, then at Debug). A partition not caught up that the follower replication
+// throttle names sits out of the fetches while that quota is exceeded (replication_quota.go).
 //
 // Concurrency: a fetcher's mu (Kafka's partitionMapLock) is held while it processes a
 // response (truncation, append), so once RemoveFetcherForPartitions returns no fetcher
@@ -92,7 +93,14 @@ type fetchState struct {
 	truncating         bool
 	delayUntil         time.Time
 	lastDivergence     *divergence // the last diverging epoch logged, carried to the next state
+	// lag is the leader's HW minus our fetch offset after the last response with data
+	// (PartitionFetchState.lag); lagKnown is false until one came.
+	lag      int64
+	lagKnown bool
 }
+
+// inSync is PartitionFetchState.isReplicaInSync: caught up with the leader's HW.
+func (st *fetchState) inSync() bool { return st.lagKnown && st.lag <= 0 }
 
 // divergence is what a diverging-epoch response said and where it led.
 type divergence struct {
@@ -284,6 +292,7 @@ func (f *replicaFetcher) doWork() time.Duration {
 	var truncating, fetching []*fetchState
 	var tps []logstore.TopicPartition
 	nextDelay := time.Duration(-1)
+	throttled := false
 	for tp, st := range f.partitions {
 		if now.Before(st.delayUntil) {
 			if d := st.delayUntil.Sub(now); nextDelay < 0 || d < nextDelay {
@@ -293,6 +302,8 @@ func (f *replicaFetcher) doWork() time.Duration {
 		}
 		if st.truncating {
 			truncating = append(truncating, st)
+		} else if f.shouldFollowerThrottle(st) {
+			throttled = true
 		} else {
 			fetching = append(fetching, st)
 			tps = append(tps, tp)
@@ -302,6 +313,10 @@ func (f *replicaFetcher) doWork() time.Duration {
 	// A session still holding partitions that are no longer ready must forget them.
 	sessionOpen := len(f.session.session) > 0
 	if len(truncating) == 0 && len(fetching) == 0 && !sessionOpen {
+		if throttled && (nextDelay < 0 || nextDelay > f.m.cfg.Backoff) {
+			// AbstractFetcherThread.maybeFetch: nothing to fetch waits replica.fetch.backoff.ms.
+			return f.m.cfg.Backoff
+		}
 		if nextDelay < 0 {
 			return time.Hour // nothing to do until a partition is added (wake)
 		}
@@ -669,6 +684,11 @@ func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchRe
 		if info.LastOffset >= 0 {
 			next = info.LastOffset + 1
 		}
+		// ReplicaFetcherThread.processPartitionData: appended bytes of a throttled partition
+		// count against the follower replication quota.
+		if q := f.m.rm.replicationQuotas.Follower; q.IsThrottled(st.p.tp) {
+			q.Record(int64(len(rp.RecordBatches)))
+		}
 	}
 	// Follower HW = min(leader HW, own LEO); then the log start offset follows the
 	// leader's (DeleteRecords, retention), as ReplicaFetcherThread.processPartitionData.
@@ -680,9 +700,22 @@ func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchRe
 			f.log.WithFields(f.fields(st)).WithError(err).Warn("cannot move the follower's log start offset")
 		}
 	}
+	lag := max(0, rp.HighWatermark-next)
 	if next != st.fetchOffset {
-		f.replaceLocked(st, next, false).lastDivergence = nil // progress: a later divergence is news
+		ns := f.replaceLocked(st, next, false)
+		ns.lastDivergence = nil // progress: a later divergence is news
+		ns.lag, ns.lagKnown = lag, true
+	} else if !st.lagKnown {
+		st.lag, st.lagKnown = lag, true
 	}
+}
+
+// shouldFollowerThrottle is ReplicaFetcherThread.shouldFollowerThrottle: a partition that
+// is not caught up, throttled on this broker, sits out while the follower quota is
+// exceeded. Caller holds f.mu.
+func (f *replicaFetcher) shouldFollowerThrottle(st *fetchState) bool {
+	q := f.m.rm.replicationQuotas.Follower
+	return !st.inSync() && q.IsThrottled(st.p.tp) && q.IsQuotaExceeded()
 }
 
 // handleOutOfRangeLocked is AbstractFetcherThread.fetchOffsetAndTruncate: if the leader's

@@ -6,9 +6,14 @@ package broker
 // listener every broker-to-broker connection dials with.
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-kafka/samsa/internal/config"
@@ -25,6 +30,7 @@ import (
 func (b *Broker) listenerSecurities() (map[string]*ListenerSecurity, error) {
 	props := b.cfg.Props
 	out := make(map[string]*ListenerSecurity, len(b.cfg.Listeners))
+	reloaders := make(map[string]*serverTLSReloader)
 	for _, l := range b.cfg.Listeners {
 		proto := l.SecurityProtocol
 		if proto == "" || proto == ProtocolPlaintext {
@@ -37,9 +43,15 @@ func (b *Broker) listenerSecurities() (map[string]*ListenerSecurity, error) {
 		}
 		var err error
 		if proto == ProtocolSSL || proto == ProtocolSASLSSL {
-			if ls.TLS, err = tlsconf.ServerConfig(props, l.Name); err != nil {
+			cfg, err := tlsconf.ServerConfig(props, l.Name)
+			if err != nil {
 				return nil, listenerError(l, err)
 			}
+			// Served through GetConfigForClient so a dynamic key store update applies to
+			// new handshakes while open connections keep theirs.
+			r := newServerTLSReloader(l.Name, cfg, props)
+			reloaders[l.Name] = r
+			ls.TLS = r.serverConfig()
 		}
 		if proto == ProtocolSSL {
 			// The certificate names the principal only on SSL; on SASL_SSL SASL does.
@@ -59,7 +71,144 @@ func (b *Broker) listenerSecurities() (map[string]*ListenerSecurity, error) {
 		}
 		out[l.Name] = ls
 	}
+	b.tlsReloaders = reloaders
 	return out, nil
+}
+
+// sslReconfigurableKeys are SslConfigs.RECONFIGURABLE_CONFIGS: the key and trust store
+// settings a listener's SslFactory reloads.
+var sslReconfigurableKeys = []string{
+	tlsconf.KeyKeystoreType, tlsconf.KeyKeystoreLocation, tlsconf.KeyKeystorePassword, tlsconf.KeyKeyPassword,
+	tlsconf.KeyTruststoreType, tlsconf.KeyTruststoreLocation, tlsconf.KeyTruststorePassword,
+	tlsconf.KeyKeystoreCertificateChain, tlsconf.KeyKeystoreKey, tlsconf.KeyTruststoreCertificates,
+}
+
+// serverTLSReloader is one TLS listener's SslFactory as a reconfigurable: the configuration
+// new handshakes get, swapped whole when the key or trust store changes.
+type serverTLSReloader struct {
+	listener string
+	cur      atomic.Pointer[tls.Config]
+
+	mu       sync.Mutex // serializes reloads; guards hasTrust
+	hasTrust bool       // a trust store is configured (one cannot be added later, as in Kafka)
+}
+
+func newServerTLSReloader(listener string, cfg *tls.Config, props map[string]string) *serverTLSReloader {
+	r := &serverTLSReloader{listener: listener, hasTrust: hasTrustStore(props, listener)}
+	r.cur.Store(cfg)
+	return r
+}
+
+// serverConfig is the tls.Config the listener hands to tls.Server: each handshake takes
+// the configuration in force when it starts.
+func (r *serverTLSReloader) serverConfig() *tls.Config {
+	return &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		return r.cur.Load(), nil
+	}}
+}
+
+func hasTrustStore(props map[string]string, listener string) bool {
+	for _, k := range []string{tlsconf.KeyTruststoreLocation, tlsconf.KeyTruststoreCertificates} {
+		if v, ok := config.ListenerValue(props, listener, k); ok && strings.TrimSpace(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// build is SslFactory.createNewSslEngineFactory's checks: the new stores must load; a trust
+// store cannot be added to a listener that had none; unless ssl.allow.dn.changes the
+// certificate's distinguished name must stay, and unless ssl.allow.san.changes its subject
+// alternative names must all stay (CertificateEntries.ensureCompatible).
+func (r *serverTLSReloader) build(props map[string]string) (*tls.Config, error) {
+	next, err := tlsconf.ServerConfig(props, r.listener)
+	if err != nil {
+		return nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: %w", err)
+	}
+	r.mu.Lock()
+	hadTrust := r.hasTrust
+	r.mu.Unlock()
+	if !hadTrust && hasTrustStore(props, r.listener) {
+		return nil, errors.New("Validation of dynamic config update of SSLFactory failed: Cannot add SSL truststore to an existing listener for which no truststore was configured.")
+	}
+	oldLeaf, newLeaf := leafOf(r.cur.Load()), leafOf(next)
+	if oldLeaf != nil && newLeaf != nil {
+		if !listenerBool(props, r.listener, "ssl.allow.dn.changes") &&
+			oldLeaf.Subject.String() != newLeaf.Subject.String() &&
+			!strings.EqualFold(oldLeaf.Subject.String(), newLeaf.Subject.String()) {
+			return nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: Keystore DistinguishedName does not match:  existing={DN=%s}, new={DN=%s}",
+				oldLeaf.Subject, newLeaf.Subject)
+		}
+		if !listenerBool(props, r.listener, "ssl.allow.san.changes") {
+			if missing := missingSANs(oldLeaf, newLeaf); len(missing) > 0 {
+				return nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: Keystore SubjectAltNames do not match:  existing={SAN=%v}, new={SAN=%v}",
+					sanList(oldLeaf), sanList(newLeaf))
+			}
+		}
+	}
+	return next, nil
+}
+
+// reload swaps in the configuration props give; open connections keep their session.
+func (r *serverTLSReloader) reload(props map[string]string) error {
+	next, err := r.build(props)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.hasTrust = hasTrustStore(props, r.listener)
+	r.mu.Unlock()
+	r.cur.Store(next)
+	return nil
+}
+
+func leafOf(c *tls.Config) *x509.Certificate {
+	if c == nil || len(c.Certificates) == 0 {
+		return nil
+	}
+	if c.Certificates[0].Leaf != nil {
+		return c.Certificates[0].Leaf
+	}
+	if len(c.Certificates[0].Certificate) == 0 {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(c.Certificates[0].Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return leaf
+}
+
+func sanList(c *x509.Certificate) []string {
+	out := append([]string(nil), c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		out = append(out, ip.String())
+	}
+	out = append(out, c.EmailAddresses...)
+	for _, u := range c.URIs {
+		out = append(out, u.String())
+	}
+	return out
+}
+
+// missingSANs are the old certificate's alternative names the new one lacks.
+func missingSANs(old, next *x509.Certificate) []string {
+	have := map[string]bool{}
+	for _, s := range sanList(next) {
+		have[s] = true
+	}
+	var out []string
+	for _, s := range sanList(old) {
+		if !have[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func listenerBool(props map[string]string, listener, key string) bool {
+	v, _ := config.ListenerValue(props, listener, key)
+	return strings.EqualFold(strings.TrimSpace(v), "true")
 }
 
 // listenerError names the listener in err unless tlsconf or sasl already did.

@@ -38,6 +38,7 @@ func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64) (bool, 
 // its HW passes the batch, fails the rest with REQUEST_TIMED_OUT after timeout. parts[i] is
 // nil for entries that already failed.
 func waitForProduce(ctx context.Context, now func() time.Time, timeout time.Duration, results []ProduceResult, parts []*Partition) {
+	defer quotaWaitStarted(ctx)() // waiting is not request time (quotas.go)
 	pending := 0
 	w := newWaiter()
 	// check() clears parts as they complete: keep the watched ones for the unwatch. One
@@ -162,6 +163,7 @@ func (rm *ReplicaManager) FetchMessages(ctx context.Context, params FetchParams,
 	if total >= int64(params.MinBytes) || errored {
 		return results
 	}
+	defer quotaWaitStarted(ctx)() // waiting is not request time (quotas.go)
 	timer := time.NewTimer(params.MaxWait)
 	defer timer.Stop()
 	for {

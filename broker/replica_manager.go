@@ -59,6 +59,9 @@ type ReplicaManagerConfig struct {
 	// dials plain TCP. The fetchers, AlterPartition, txn verification and the APIs' inter-broker
 	// senders all use it.
 	Dialer *kclient.Dialer
+	// DynamicConfig, when set, gets the replication quotas registered for live changes of
+	// the per-broker throttle rates (replication_quota.go).
+	DynamicConfig *DynamicBrokerConfig
 }
 
 // ReplicaManager is safe for concurrent use. stateMu (Kafka's replicaStateChangeLock)
@@ -82,6 +85,9 @@ type ReplicaManager struct {
 	alter     *alterPartitionManager
 	bgCancel  context.CancelFunc
 	bgWG      sync.WaitGroup
+
+	// replicationQuotas are the leader and follower replication throttles.
+	replicationQuotas *ReplicationQuotas
 }
 
 // OnLeadershipChange registers fn to be called after every LeaderAndIsr with the partitions
@@ -109,6 +115,7 @@ func NewReplicaManager(cfg ReplicaManagerConfig) *ReplicaManager {
 		stateLog:   cfg.Log.WithFields(logrus.Fields{"component": "state.change", "broker": cfg.BrokerID}),
 		partitions: map[logstore.TopicPartition]*Partition{},
 	}
+	rm.replicationQuotas = newReplicationQuotas(rm, cfg.Config, cfg.DynamicConfig)
 	rm.fetchers = newReplicaFetcherManager(rm, rm.fetcherConfig(), rm.log)
 	rm.alter = newAlterPartitionManager(rm)
 	rm.verifier = rm.newTxnVerifier()
@@ -499,7 +506,9 @@ func (rm *ReplicaManager) logConfig(topic string, tc topicConfig) (logstore.LogC
 		return logstore.LogConfig{}, tc.err
 	}
 	var props map[string]string
-	if rm.cfg.Config != nil {
+	if rm.cfg.DynamicConfig != nil {
+		props = rm.cfg.DynamicConfig.Current().Props // with the dynamic broker defaults in force
+	} else if rm.cfg.Config != nil {
 		props = rm.cfg.Config.Props
 	}
 	lc, err := logstore.NewLogConfig(props, tc.overrides)
@@ -925,6 +934,9 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 	maxBytes := min(int64(max(r.MaxBytes, 0)), limit)
 	if r.FetchOffset >= maxOffset || (maxBytes == 0 && !minOneMessage) {
 		return res, nil
+	}
+	if params.ReplicaID >= 0 && rm.shouldLeaderThrottle(p, params.ReplicaID) {
+		return res, nil // readFromLog: a throttled partition over quota answers no records
 	}
 	info, err := l.Read(r.FetchOffset, int32(maxBytes), maxOffset, minOneMessage)
 	if err != nil {

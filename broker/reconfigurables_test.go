@@ -1,0 +1,258 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-kafka/samsa/internal/config"
+	"github.com/samsa-kafka/samsa/internal/security/testcerts"
+	"github.com/samsa-kafka/samsa/internal/security/tlsconf"
+	"github.com/samsa-kafka/samsa/logstore"
+)
+
+// withProps is cfg with changes applied as a dynamic layer would (FromMap over the static
+// keys plus the changes).
+func withProps(t *testing.T, cfg *config.Config, changes map[string]string) *config.Config {
+	t.Helper()
+	raw := maps.Clone(cfg.Static)
+	maps.Copy(raw, changes)
+	c, _, err := config.FromMap(raw)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return c
+}
+
+// findReconfigurable returns b's reconfigurable of type T.
+func findReconfigurable[T Reconfigurable](t *testing.T, b *Broker) T {
+	t.Helper()
+	for _, r := range b.reconfigurables() {
+		if x, ok := r.(T); ok {
+			return x
+		}
+	}
+	var zero T
+	t.Fatalf("no %T among the broker's reconfigurables", zero)
+	return zero
+}
+
+// apply validates and applies next on r, as DynamicBrokerConfig does.
+func apply(t *testing.T, r Reconfigurable, old, next *config.Config) {
+	t.Helper()
+	if err := r.ValidateReconfiguration(next); err != nil {
+		t.Fatalf("%T refused: %v", r, err)
+	}
+	r.Reconfigure(old, next)
+}
+
+// TestReconfigurablesOnTwoBrokers: new log defaults reach live logs of topics without
+// overrides, the replica fetcher pool grows and shrinks while replication goes on, and the
+// thread counts are bounded as Kafka bounds them.
+func TestReconfigurablesOnTwoBrokers(t *testing.T) {
+	chroot := testChroot(t)
+	b1 := startTestBroker(t, chroot, nil)
+	waitController(t, b1)
+	b2 := startTestBroker(t, chroot, map[string]string{"broker.id": "2"})
+	adminWaitFor(t, 10*time.Second, "two live brokers", func() bool { return len(b1.Metadata().AliveBrokers()) == 2 })
+
+	cl := kgoClient(t, b1.Addr("PLAINTEXT"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const parts = 8
+	if _, err := adm.CreateTopic(ctx, parts, 2, nil, "dyn"); err != nil {
+		t.Fatal(err)
+	}
+	keep := "60000"
+	if _, err := adm.CreateTopic(ctx, 1, 2, map[string]*string{"retention.ms": &keep}, "keep"); err != nil {
+		t.Fatal(err)
+	}
+	produceAll := func(round int) {
+		t.Helper()
+		for p := int32(0); p < parts; p++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "dyn", Partition: p, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatalf("round %d produce to %d: %v", round, p, err)
+			}
+		}
+	}
+	// caughtUp: every replica of dyn on both brokers has the same log end offset, >= want.
+	caughtUp := func(want int64) bool {
+		for p := int32(0); p < parts; p++ {
+			tp := logstore.TopicPartition{Topic: "dyn", Partition: p}
+			l1, ok1 := b1.logs.GetLog(tp)
+			l2, ok2 := b2.logs.GetLog(tp)
+			if !ok1 || !ok2 || l1.LogEndOffset() < want || l1.LogEndOffset() != l2.LogEndOffset() {
+				return false
+			}
+		}
+		return true
+	}
+	produceAll(0)
+	adminWaitFor(t, 15*time.Second, "replicas caught up", func() bool { return caughtUp(1) })
+
+	t.Run("log defaults", func(t *testing.T) {
+		for _, b := range []*Broker{b1, b2} {
+			old := b.apis.config()
+			next := withProps(t, old, map[string]string{"log.retention.ms": "1234567", "log.segment.bytes": "2000000"})
+			apply(t, findReconfigurable[*dynamicLogConfig](t, b), old, next)
+			for p := int32(0); p < parts; p++ {
+				l, _ := b.logs.GetLog(logstore.TopicPartition{Topic: "dyn", Partition: p})
+				if c := l.Config(); c.RetentionMs != 1234567 || c.SegmentBytes != 2000000 {
+					t.Fatalf("broker %d dyn-%d: retention %d segment %d after the new defaults", b.ID(), p, c.RetentionMs, c.SegmentBytes)
+				}
+			}
+			l, _ := b.logs.GetLog(logstore.TopicPartition{Topic: "keep", Partition: 0})
+			if c := l.Config(); c.RetentionMs != 60000 || c.SegmentBytes != 2000000 {
+				t.Fatalf("broker %d keep-0: retention %d (override 60000 must win) segment %d", b.ID(), c.RetentionMs, c.SegmentBytes)
+			}
+		}
+		// A refusal from DynamicLogConfig's checks.
+		bad := withProps(t, b1.apis.config(), map[string]string{"log.local.retention.ms": "-1", "log.retention.ms": "1000"})
+		if err := findReconfigurable[*dynamicLogConfig](t, b1).ValidateReconfiguration(bad); err == nil ||
+			!strings.Contains(err.Error(), "Value must not be -1 as log.retention.ms value is set as 1000") {
+			t.Fatalf("local retention -1 under a finite retention: %v", err)
+		}
+	})
+
+	t.Run("replica fetchers", func(t *testing.T) {
+		pool := findReconfigurable[*dynamicThreadPool](t, b2)
+		old := b2.apis.config()
+		if err := pool.ValidateReconfiguration(withProps(t, old, map[string]string{"num.replica.fetchers": "3"})); err == nil ||
+			!strings.Contains(err.Error(), "Dynamic thread count update validation failed for num.replica.fetchers=3, value should not be greater than double the current value 1") {
+			t.Fatalf("1 -> 3 fetchers: %v", err)
+		}
+		if err := pool.ValidateReconfiguration(withProps(t, old, map[string]string{"num.io.threads": "3"})); err == nil ||
+			!strings.Contains(err.Error(), "value should be at least half the current value 8") {
+			t.Fatalf("8 -> 3 io threads: %v", err)
+		}
+		// fetcherIDs checks that every followed partition sits in the fetcher its id hash
+		// names under the pool size now, and returns the partitions per fetcher id.
+		fetcherIDs := func() map[int]int {
+			t.Helper()
+			m := b2.replicas.fetchers
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			out := map[int]int{}
+			for k, f := range m.fetchers {
+				f.mu.Lock()
+				for tp := range f.partitions {
+					if id := m.fetcherID(tp); id != k.id {
+						t.Errorf("%s in fetcher %d, its hash names %d", tp, k.id, id)
+					}
+				}
+				out[k.id] += len(f.partitions)
+				f.mu.Unlock()
+			}
+			return out
+		}
+		followed := fetcherIDs()[0]
+		two := withProps(t, old, map[string]string{"num.replica.fetchers": "2"})
+		apply(t, pool, old, two)
+		ids := fetcherIDs()
+		t.Logf("partitions per fetcher id with 2 fetchers: %v", ids)
+		if ids[0]+ids[1] != followed || len(ids) > 2 {
+			t.Fatalf("partitions per fetcher id after growing to 2: %v, want %d in all", ids, followed)
+		}
+		produceAll(1)
+		adminWaitFor(t, 15*time.Second, "replicas caught up with 2 fetchers", func() bool { return caughtUp(2) })
+
+		apply(t, pool, two, withProps(t, old, map[string]string{"num.replica.fetchers": "1"}))
+		if ids := fetcherIDs(); len(ids) != 1 || ids[0] != followed {
+			t.Fatalf("partitions per fetcher id after shrinking to 1: %v", ids)
+		}
+		produceAll(2)
+		adminWaitFor(t, 15*time.Second, "replicas caught up with 1 fetcher", func() bool { return caughtUp(3) })
+	})
+
+	t.Run("cleaner", func(t *testing.T) {
+		r := findReconfigurable[*logCleanerReconfigurable](t, b1)
+		old := b1.apis.config()
+		if err := r.ValidateReconfiguration(withProps(t, old, map[string]string{"log.cleaner.threads": "3"})); err == nil {
+			t.Fatal("1 -> 3 cleaner threads accepted")
+		}
+		apply(t, r, old, withProps(t, old, map[string]string{"log.cleaner.threads": "2", "log.cleaner.backoff.ms": "100"}))
+		if s := b1.logs.CleanerSettings(); s.Threads != 2 || s.Backoff != 100*time.Millisecond {
+			t.Fatalf("cleaner settings %+v", s)
+		}
+	})
+}
+
+// TestListenerKeyStoreReload swaps a TLS listener's key store: a connection opened before
+// keeps working, new handshakes present the new certificate, and stores that would change
+// the certificate's name or cannot be read are refused first.
+func TestListenerKeyStoreReload(t *testing.T) {
+	b1 := testCerts(t)
+	b2, err := testcerts.Generate(t.TempDir(), nil) // another CA; same broker DN and SANs
+	if err != nil {
+		t.Fatal(err)
+	}
+	props1 := tlsProps(b1, "SSL", nil)
+	r := newServerTLSReloader("SSL", mustServerTLS(t, props1), props1)
+	rc := &listenerTLSReconfigurable{r: r, log: adminLogger(t)}
+
+	e := newDataEnv(t)
+	e.serveSecure(&ListenerSecurity{Protocol: ProtocolSSL, TLS: r.serverConfig()})
+	before := dialTLS(t, e.addr, b1.ClientConfig(nil))
+	before.request(kmsg.NewPtrApiVersionsRequest(), 1)
+
+	old := &config.Config{Props: props1}
+	for name, change := range map[string]map[string]string{
+		"unreadable store": {"listener.name.ssl.ssl.keystore.location": "/nonexistent.p12"},
+		"new DN":           {"listener.name.ssl.ssl.keystore.location": b1.Alice.PKCS12},
+		"new DN allowed, SANs lost": {"listener.name.ssl.ssl.keystore.location": b1.Alice.PKCS12,
+			"listener.name.ssl.ssl.allow.dn.changes": "true"},
+	} {
+		next := &config.Config{Props: merged(props1, change)}
+		if err := rc.ValidateReconfiguration(next); err == nil {
+			t.Fatalf("%s: accepted", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	noTrust := tlsProps(b1, "SSL", nil)
+	delete(noTrust, "ssl.truststore.location")
+	delete(noTrust, "ssl.truststore.type")
+	rNoTrust := &listenerTLSReconfigurable{r: newServerTLSReloader("SSL", mustServerTLS(t, noTrust), noTrust)}
+	if err := rNoTrust.ValidateReconfiguration(&config.Config{Props: props1}); err == nil ||
+		!strings.Contains(err.Error(), "Cannot add SSL truststore") {
+		t.Fatalf("adding a trust store: %v", err)
+	}
+
+	next := &config.Config{Props: merged(props1, map[string]string{"listener.name.ssl.ssl.keystore.location": b2.Broker.PKCS12})}
+	apply(t, rc, old, next)
+
+	// The connection from before the swap is still served.
+	before.request(kmsg.NewPtrMetadataRequest(), 4)
+	// New handshakes get the new certificate: a client trusting only the old CA fails, one
+	// trusting the new CA succeeds.
+	if c, err := tls.Dial("tcp", e.addr, b1.ClientConfig(nil)); err == nil {
+		c.Close()
+		t.Fatal("a client trusting only the old CA completed a handshake after the swap")
+	}
+	after := dialTLS(t, e.addr, b2.ClientConfig(nil))
+	after.request(kmsg.NewPtrApiVersionsRequest(), 1)
+	before.request(kmsg.NewPtrApiVersionsRequest(), 1)
+}
+
+func mustServerTLS(t *testing.T, props map[string]string) *tls.Config {
+	t.Helper()
+	cfg, err := tlsconf.ServerConfig(props, "SSL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func merged(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
