@@ -1,17 +1,25 @@
 package main
 
-// configs mirrors Kafka 3.7's kafka-configs.sh (kafka.admin.ConfigCommand) with
-// --bootstrap-server for topics and brokers: --describe [--all] prints the dynamic (or all)
-// configs of an entity; --alter --add-config k=v,k2=[a,b] --delete-config k sends
-// IncrementalAlterConfigs (SET / DELETE), as ConfigCommand.alterConfig does for topics. For
-// users, SCRAM credentials are set with --add-config 'SCRAM-SHA-256=[iterations=8192,password=pw]'
-// and removed with --delete-config SCRAM-SHA-256 through AlterUserScramCredentials, and
-// --describe lists them through DescribeUserScramCredentials (configs_users.go).
+// configs mirrors Kafka 3.7's kafka-configs.sh (kafka.admin.ConfigCommand). With
+// --bootstrap-server every entity type of ConfigCommand is served:
 //
-// With --zookeeper instead of --bootstrap-server (and optionally --zk-tls-config-file), only
-// users' SCRAM credentials are read and written, straight in /config/users, so the first
-// credential can exist before any broker runs (configs_users.go). Kafka also allows broker
-// configs of stopped brokers there; samsa has no dynamic broker configs and refuses them.
+//	topics          DescribeConfigs / IncrementalAlterConfigs (SET, DELETE)
+//	brokers         DescribeConfigs / AlterConfigs of one broker id or the cluster default
+//	                (--entity-default), the dynamic entries resent whole, as ConfigCommand does
+//	broker-loggers  DescribeConfigs / IncrementalAlterConfigs of BROKER_LOGGER resources
+//	users, clients  client quotas through Describe/AlterClientQuotas, alone or combined
+//	                (--entity-type users --entity-name u --entity-type clients --entity-name c);
+//	                users' SCRAM credentials through Describe/AlterUserScramCredentials
+//	ips             connection quotas through Describe/AlterClientQuotas
+//
+// The short forms (--topic, --client, --user, --broker, --broker-logger, --ip, and the
+// --*-defaults flags) name the same entities. Argument checks, messages and output are
+// ConfigCommand's; IllegalArgumentException and InvalidConfigurationException print their
+// message alone, any other failure is "Error while executing config command with args ...".
+//
+// With --zookeeper instead of --bootstrap-server (and optionally --zk-tls-config-file), users'
+// SCRAM credentials and the dynamic configs of brokers that are not running are read and
+// written straight in /config (configs_users.go, configs_zk_brokers.go).
 
 import (
 	"context"
@@ -19,7 +27,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,85 +39,310 @@ import (
 	"github.com/samsa-kafka/samsa/zkmeta"
 )
 
-type configsOpts struct {
-	bootstrap, entityType, entityName optString
-	entityDefault                     bool
-	describe, alter, all              bool
-	addConfig, deleteConfig           multiFlag
-	commandConfig                     optString
-	zookeeper, zkTLSConfigFile        optString
+// ConfigType's names, and ConfigCommand's broker-loggers.
+const (
+	entityTopics        = "topics"
+	entityClients       = "clients"
+	entityUsers         = "users"
+	entityBrokers       = "brokers"
+	entityIPs           = "ips"
+	entityBrokerLoggers = "broker-loggers"
+	entityClientMetrics = "client-metrics"
+)
+
+// brokerSupportedConfigTypes and zkSupportedConfigTypes are ConfigCommand's lists, in its order.
+var (
+	brokerSupportedConfigTypes = []string{entityTopics, entityClients, entityUsers, entityBrokers, entityIPs, entityBrokerLoggers, entityClientMetrics}
+	zkSupportedConfigTypes     = []string{entityUsers, entityBrokers}
+)
+
+// entityNameList records --entity-name and --entity-default in command-line order: Kafka
+// pairs the i-th name (or default, "") with the i-th --entity-type.
+type entityNameList struct {
+	order      []string
+	names      []string // --entity-name values only
+	hasDefault bool
 }
+
+type entityNameFlag struct{ l *entityNameList }
+
+func (f entityNameFlag) String() string { return "" }
+func (f entityNameFlag) Set(v string) error {
+	f.l.order, f.l.names = append(f.l.order, v), append(f.l.names, v)
+	return nil
+}
+
+type entityDefaultFlag struct{ l *entityNameList }
+
+func (f entityDefaultFlag) String() string   { return "" }
+func (f entityDefaultFlag) IsBoolFlag() bool { return true }
+func (f entityDefaultFlag) Set(string) error {
+	f.l.order, f.l.hasDefault = append(f.l.order, ""), true
+	return nil
+}
+
+// presenceFlag is a flag without argument that records that it was given.
+type presenceFlag struct{ set bool }
+
+func (p *presenceFlag) String() string   { return "" }
+func (p *presenceFlag) IsBoolFlag() bool { return true }
+func (p *presenceFlag) Set(string) error { p.set = true; return nil }
+
+type configsOpts struct {
+	bootstrap, bootstrapController, commandConfig optString
+	zookeeper, zkTLSConfigFile                    optString
+	entityTypeVals                                multiFlag
+	entity                                        entityNameList
+	describe, alter, all, force                   presenceFlag
+	addConfig, deleteConfig                       multiFlag
+	addConfigFile                                 optString
+
+	// The short entity forms, in ConfigCommand's entityFlags and entityDefaultsFlags order.
+	topic, client, user, broker, brokerLogger, ip            optString
+	clientDefaults, userDefaults, brokerDefaults, ipDefaults presenceFlag
+}
+
+// shortEntities are the given short forms as (type, name) in ConfigCommand's order.
+func (o *configsOpts) shortEntities() (types, names []string) {
+	for _, e := range []struct {
+		f *optString
+		t string
+	}{{&o.topic, entityTopics}, {&o.client, entityClients}, {&o.user, entityUsers}, {&o.broker, entityBrokers},
+		{&o.brokerLogger, entityBrokerLoggers}, {&o.ip, entityIPs}} {
+		if e.f.set {
+			types, names = append(types, e.t), append(names, e.f.v)
+		}
+	}
+	for _, e := range []struct {
+		f *presenceFlag
+		t string
+	}{{&o.clientDefaults, entityClients}, {&o.userDefaults, entityUsers}, {&o.brokerDefaults, entityBrokers}, {&o.ipDefaults, entityIPs}} {
+		if e.f.set {
+			types, names = append(types, e.t), append(names, "")
+		}
+	}
+	return types, names
+}
+
+// entityTypes is ConfigCommandOptions.entityTypes: --entity-type values, then the short forms.
+func (o *configsOpts) entityTypes() []string {
+	t, _ := o.shortEntities()
+	return append(append([]string(nil), o.entityTypeVals...), t...)
+}
+
+// entityNames is ConfigCommandOptions.entityNames: names and defaults ("") in command-line
+// order, then the short forms'.
+func (o *configsOpts) entityNames() []string {
+	_, n := o.shortEntities()
+	return append(append([]string(nil), o.entity.order...), n...)
+}
+
+func (o *configsOpts) hasShortEntity() bool {
+	t, _ := o.shortEntities()
+	return len(t) > 0
+}
+
+// argError is an IllegalArgumentException or InvalidConfigurationException of ConfigCommand:
+// the tool prints its message alone and exits 1.
+type argError struct{ msg string }
+
+func (e *argError) Error() string { return e.msg }
+
+func argErr(format string, a ...any) error { return &argError{fmt.Sprintf(format, a...)} }
 
 func parseConfigsArgs(args []string, stderr io.Writer) (*configsOpts, *flag.FlagSet, error) {
 	o := &configsOpts{}
 	fs := newFlagSet("samsa configs", stderr)
-	fs.Var(&o.bootstrap, "bootstrap-server", "The Kafka server to connect to (required unless --zookeeper is given).")
-	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client.")
-	fs.Var(&o.entityType, "entity-type", "Type of entity (topics/brokers/users)")
-	fs.Var(&o.entityName, "entity-name", "Name of entity (topic name/broker id/user principal name)")
-	fs.BoolVar(&o.entityDefault, "entity-default", false, "Default entity name for brokers (applies to corresponding entity type in command line)")
-	fs.BoolVar(&o.describe, "describe", false, "List configs for the given entity.")
-	fs.BoolVar(&o.alter, "alter", false, "Alter the configuration for the entity.")
-	fs.BoolVar(&o.all, "all", false, "List all configs for the given topic or broker, including defaults (with --describe).")
-	fs.Var(&o.addConfig, "add-config", "Key Value pairs of configs to add. Square brackets can be used to group values which contain commas: 'k1=v1,k2=[v1,v2,v2],k3=v3'.")
-	fs.Var(&o.deleteConfig, "delete-config", "config keys to remove 'k1,k2'")
 	fs.Var(&o.zookeeper, "zookeeper", "DEPRECATED. The connection string for the zookeeper connection in the form host:port[/chroot]. "+
-		"Required when configuring SCRAM credentials for users before brokers run. Not allowed otherwise.")
-	fs.Var(&o.zkTLSConfigFile, "zk-tls-config-file", "With --zookeeper: the file defining the ZooKeeper client's TLS properties (zookeeper.ssl.*) "+
-		"and the samsa ZooKeeper digest identity ("+zkmeta.DigestKey+"=user:password). Any other properties are ignored.")
+		"Required when configuring SCRAM credentials for users or dynamic broker configs when the relevant broker(s) are down. Not allowed otherwise.")
+	fs.Var(&o.bootstrap, "bootstrap-server", "The Kafka servers to connect to.")
+	fs.Var(&o.bootstrapController, "bootstrap-controller", "The Kafka controllers to connect to (refused: samsa runs ZooKeeper-mode controllers).")
+	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client. "+
+		"This is used only with --bootstrap-server option for describing and altering broker configs.")
+	fs.Var(&o.alter, "alter", "Alter the configuration for the entity.")
+	fs.Var(&o.describe, "describe", "List configs for the given entity.")
+	fs.Var(&o.all, "all", "List all configs for the given topic, broker, or broker-logger entity (includes static configuration when the entity type is brokers)")
+	fs.Var(&o.entityTypeVals, "entity-type", "Type of entity (topics/clients/users/brokers/broker-loggers/ips/client-metrics)")
+	fs.Var(entityNameFlag{&o.entity}, "entity-name", "Name of entity (topic name/client id/user principal name/broker id/ip/client metrics)")
+	fs.Var(entityDefaultFlag{&o.entity}, "entity-default", "Default entity name for clients/users/brokers/ips (applies to corresponding entity type in command line)")
+	fs.Var(&o.addConfig, "add-config", "Key Value pairs of configs to add. Square brackets can be used to group values which contain commas: 'k1=v1,k2=[v1,v2,v2],k3=v3'. "+
+		"Entity types 'users' and 'clients' may be specified together to update config for clients of a specific user.")
+	fs.Var(&o.addConfigFile, "add-config-file", "Path to a properties file with configs to add. See add-config for a list of valid configurations.")
+	fs.Var(&o.deleteConfig, "delete-config", "config keys to remove 'k1,k2'")
+	fs.Var(&o.force, "force", "Suppress console prompts")
+	fs.Var(&o.topic, "topic", "The topic's name.")
+	fs.Var(&o.client, "client", "The client's ID.")
+	fs.Var(&o.clientDefaults, "client-defaults", "The config defaults for all clients.")
+	fs.Var(&o.user, "user", "The user's principal name.")
+	fs.Var(&o.userDefaults, "user-defaults", "The config defaults for all users.")
+	fs.Var(&o.broker, "broker", "The broker's ID.")
+	fs.Var(&o.brokerDefaults, "broker-defaults", "The config defaults for all brokers.")
+	fs.Var(&o.brokerLogger, "broker-logger", "The broker's ID for its logger config.")
+	fs.Var(&o.ipDefaults, "ip-defaults", "The config defaults for all IPs.")
+	fs.Var(&o.ip, "ip", "The IP address.")
+	fs.Var(&o.zkTLSConfigFile, "zk-tls-config-file", "Identifies the file where ZooKeeper client TLS connectivity properties are defined. "+
+		"Any properties other than zookeeper.ssl.* (and the samsa ZooKeeper digest identity "+zkmeta.DigestKey+"=user:password) are ignored.")
 	if len(args) == 0 {
-		return nil, fs, usageErr("This tool helps to manipulate and describe entity config for a topic, client, user, broker or ip")
+		return nil, fs, usageErr("This tool helps to manipulate and describe entity config for a topic, client, user, broker, ip or client-metrics")
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return nil, fs, err
 	}
-	if o.describe == o.alter {
-		return nil, fs, usageErr("Command must include exactly one action: --describe, --alter")
-	}
-	// ConfigCommand.checkArgs' order: the entity types allowed depend on the connection option.
-	if o.bootstrap.set {
-		switch o.entityType.v {
-		case "topics", "brokers", "users":
-		case "":
-			return nil, fs, usageErr("At least one --entity-type must be specified")
-		default:
-			return nil, fs, usageErr("Invalid entity type %s, the entity type must be one of topics, brokers, users", o.entityType.v)
-		}
-	} else {
-		switch o.entityType.v {
-		case "users", "brokers":
-		case "":
-			return nil, fs, usageErr("At least one entity type must be specified")
-		default:
-			return nil, fs, usageErr("Invalid entity type %s, the entity type must be one of users, brokers with a --zookeeper argument", o.entityType.v)
-		}
-	}
-	switch {
-	case !o.bootstrap.set && !o.zookeeper.set:
-		return nil, fs, usageErr("One of the required --bootstrap-server, --boostrap-controller, or --zookeeper arguments must be specified")
-	case o.bootstrap.set && o.zookeeper.set:
-		return nil, fs, usageErr("Only one of --bootstrap-server, --boostrap-controller, and --zookeeper can be specified")
-	case o.all && o.zookeeper.set:
-		return nil, fs, usageErr("--bootstrap-server must be specified for --all")
-	case o.zkTLSConfigFile.set && !o.zookeeper.set:
-		return nil, fs, usageErr("Only the --zookeeper option can be used with the --zk-tls-config-file option.")
-	}
-	if o.entityType.v == "topics" && o.entityDefault {
-		return nil, fs, usageErr("--entity-default is only supported with --entity-type brokers here")
-	}
-	if o.alter {
-		if !o.entityName.set && !o.entityDefault {
-			return nil, fs, usageErr("An entity name must be specified with --alter of %s", o.entityType.v)
-		}
-		if len(o.addConfig) == 0 && len(o.deleteConfig) == 0 {
-			return nil, fs, usageErr("At least one of --add-config or --delete-config must be specified with --alter")
-		}
+	if err := o.checkArgs(); err != nil {
+		return nil, fs, err
 	}
 	return o, fs, nil
 }
 
-// parseAddConfig is ConfigCommand.parseConfigsToBeAdded: comma-separated k=v pairs, where
-// [a,b] groups a value containing commas.
+// checkArgs is ConfigCommandOptions.checkArgs, its checks in its order.
+func (o *configsOpts) checkArgs() error {
+	if o.describe.set == o.alter.set {
+		return usageErr("Command must include exactly one action: --describe, --alter")
+	}
+	if o.describe.set {
+		switch {
+		case len(o.addConfig) > 0:
+			return usageErr(`Option "[describe]" can't be used with option "[add-config]"`)
+		case len(o.deleteConfig) > 0:
+			return usageErr(`Option "[describe]" can't be used with option "[delete-config]"`)
+		}
+	}
+	types := o.entityTypes()
+	seen := map[string]bool{}
+	var dups []string
+	for _, t := range types {
+		if seen[t] {
+			dups = append(dups, t)
+		}
+		seen[t] = true
+	}
+	if len(dups) > 0 {
+		return argErr("Duplicate entity type(s) specified: %s", strings.Join(dups, ","))
+	}
+	allowed, connect := brokerSupportedConfigTypes, "--bootstrap-server or --bootstrap-controller"
+	if !o.bootstrap.set && !o.bootstrapController.set {
+		allowed, connect = zkSupportedConfigTypes, "--zookeeper"
+	}
+	for _, t := range types {
+		if !contains(allowed, t) {
+			return argErr("Invalid entity type %s, the entity type must be one of %s with a %s argument", t, strings.Join(allowed, ", "), connect)
+		}
+	}
+	if len(types) == 0 {
+		return argErr("At least one entity type must be specified")
+	}
+	if len(types) > 1 && !(len(types) == 2 && seen[entityUsers] && seen[entityClients]) {
+		return argErr("Only '%s' and '%s' entity types may be specified together", entityUsers, entityClients)
+	}
+	if (len(o.entity.order) > 0 || len(o.entityTypeVals) > 0) && o.hasShortEntity() {
+		return argErr("--entity-{type,name,default} should not be used in conjunction with specific entity flags")
+	}
+	names := o.entityNames()
+	hasName, hasDefault := false, false
+	for _, n := range names {
+		hasName = hasName || n != ""
+		hasDefault = hasDefault || n == ""
+	}
+	switch n := countSet(o.bootstrap.set, o.bootstrapController.set, o.zookeeper.set); {
+	case n == 0:
+		return argErr("One of the required --bootstrap-server, --boostrap-controller, or --zookeeper arguments must be specified")
+	case n > 1:
+		return argErr("Only one of --bootstrap-server, --boostrap-controller, and --zookeeper can be specified")
+	}
+	if o.all.set && o.zookeeper.set {
+		return argErr("--bootstrap-server must be specified for --all")
+	}
+	if o.zkTLSConfigFile.set && !o.zookeeper.set {
+		return argErr("Only the --zookeeper option can be used with the --zk-tls-config-file option.")
+	}
+	// joptsimple's valueOf refuses an option given twice where one value is read.
+	single := func(name string, values []string) (string, error) {
+		if len(values) > 1 {
+			return "", argErr("Found multiple arguments for option %s, but you asked for only one", name)
+		}
+		return values[0], nil
+	}
+	if hasName && (seen[entityBrokers] || seen[entityBrokerLoggers]) {
+		var ids []string
+		if len(o.entity.names) > 0 {
+			id, err := single("entity-name", o.entity.names)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		for _, f := range []optString{o.broker, o.brokerLogger} {
+			if f.set {
+				ids = append(ids, f.v)
+			}
+		}
+		for _, id := range ids {
+			if _, err := strconv.ParseInt(id, 10, 32); err != nil {
+				return argErr("The entity name for %s must be a valid integer broker id, but it is: %s", types[0], id)
+			}
+		}
+	}
+	if hasName && seen[entityIPs] {
+		var ips []string
+		if len(o.entity.names) > 0 {
+			ip, err := single("entity-name", o.entity.names)
+			if err != nil {
+				return err
+			}
+			ips = append(ips, ip)
+		}
+		if o.ip.set {
+			ips = append(ips, o.ip.v)
+		}
+		for _, ip := range ips {
+			if !validIPEntity(ip) {
+				return argErr("The entity name for %s must be a valid IP or resolvable host, but it is: %s", types[0], ip)
+			}
+		}
+	}
+	if o.describe.set && seen[entityBrokerLoggers] && !hasName {
+		return argErr("an entity name must be specified with --describe of %s", strings.Join(types, ","))
+	}
+	if o.alter.set {
+		if seen[entityUsers] || seen[entityClients] || seen[entityBrokers] || seen[entityIPs] {
+			if !hasName && !hasDefault {
+				return argErr("an entity-name or default entity must be specified with --alter of users, clients, brokers or ips")
+			}
+		} else if !hasName {
+			return argErr("an entity name must be specified with --alter of %s", strings.Join(types, ","))
+		}
+		if len(o.addConfig) > 0 && o.addConfigFile.set {
+			return argErr("Only one of --add-config or --add-config-file must be specified")
+		}
+		if len(o.addConfig) == 0 && !o.addConfigFile.set && len(o.deleteConfig) == 0 {
+			return argErr("At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// validIPEntity is DynamicConfig.Ip.isValidIpEntity: an address or a name that resolves.
+func validIPEntity(ip string) bool {
+	if ip == zkmeta.ConfigEntityDefault || net.ParseIP(ip) != nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, ip)
+	return err == nil && len(addrs) > 0
+}
+
+// parseAddConfig is ConfigCommand.parseConfigsToBeAdded for one --add-config: pairs split at
+// commas outside brackets, each at its first '=' outside brackets, brackets then removed.
 func parseAddConfig(s string) (map[string]string, error) {
 	out := map[string]string{}
 	var pairs []string
@@ -132,9 +367,9 @@ func parseAddConfig(s string) (map[string]string, error) {
 		}
 		k, v, ok := strings.Cut(p, "=")
 		if !ok {
-			return nil, fmt.Errorf("Invalid entity config: all configs to be added must be in the format \"key=val\".")
+			return nil, argErr("Invalid entity config: all configs to be added must be in the format \"key=val\".")
 		}
-		v = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(v), "["), "]")
+		v = strings.NewReplacer("[", "", "]", "").Replace(strings.TrimSpace(v))
 		out[strings.TrimSpace(k)] = v
 	}
 	return out, nil
@@ -142,27 +377,39 @@ func parseAddConfig(s string) (map[string]string, error) {
 
 func runConfigs(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	o, fs, err := parseConfigsArgs(args, stderr)
+	var ae *argError
+	if errors.As(err, &ae) {
+		fmt.Fprintln(stderr, ae.msg)
+		return 1
+	}
 	if err != nil {
 		return reportUsage(fs, stderr, err)
 	}
 	if o.zookeeper.set {
 		return runConfigsZk(o, args, stdout, stderr)
 	}
+	if o.bootstrapController.set {
+		fmt.Fprintln(stderr, "samsa has no KRaft controllers: use --bootstrap-server")
+		return 1
+	}
 	sec, ok := adminClientSecurity("configs", "command-config", o.commandConfig, stderr)
 	if !ok {
 		return 1
 	}
-	err = withAdminClient(o.bootstrap.v, "adminclient-1", 30*time.Second, sec, func(ctx context.Context, cl *kgo.Client) error {
-		switch {
-		case o.entityType.v == "users" && o.alter:
-			return usersAlter(ctx, cl, o, stdout)
-		case o.entityType.v == "users":
-			return usersDescribe(ctx, cl, o, stdout)
-		case o.alter:
+	if o.alter.set && len(o.entityTypes()) != len(o.entityNames()) {
+		fmt.Fprintln(stderr, "An entity name must be specified for every entity type")
+		return 1
+	}
+	err = withAdminClient(o.bootstrap.v, "adminclient-1", 60*time.Second, sec, func(ctx context.Context, cl *kgo.Client) error {
+		if o.alter.set {
 			return configsAlter(ctx, cl, o, stdout)
 		}
 		return configsDescribe(ctx, cl, o, stdout)
 	})
+	if errors.As(err, &ae) {
+		fmt.Fprintln(stderr, ae.msg)
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "Error while executing config command with args '"+strings.Join(args, " ")+"'\n"+err.Error())
 		return 1
@@ -170,29 +417,19 @@ func runConfigs(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func configResourceType(entityType string) kmsg.ConfigResourceType {
-	if entityType == "brokers" {
-		return kmsg.ConfigResourceTypeBroker
-	}
-	return kmsg.ConfigResourceTypeTopic
-}
-
-// issue sends req to the broker named by an entity of type brokers (broker configs are
-// served by that broker) or to any broker.
-func issue(ctx context.Context, cl *kgo.Client, o *configsOpts, req kmsg.Request) (kmsg.Response, error) {
-	if o.entityType.v == "brokers" && o.entityName.set {
-		var id int32
-		if _, err := fmt.Sscan(o.entityName.v, &id); err != nil {
-			return nil, fmt.Errorf("The entity name for brokers must be a valid integer broker id, but it is: %s", o.entityName.v)
-		}
-		return cl.Broker(int(id)).Request(ctx, req)
-	}
-	return cl.Request(ctx, req)
-}
-
-// alterations are --add-config's keys and values and --delete-config's keys.
+// alterations are the configs to add (--add-config or --add-config-file) and the keys to
+// delete, checked as parseConfigsToBeAdded does. The added keys come in the order a
+// java.util.Properties holding them iterates, as Kafka sends and names them.
 func (o *configsOpts) alterations() (add map[string]string, del []string, err error) {
 	add = map[string]string{}
+	if o.addConfigFile.set {
+		if add, err = loadPropsFile(o.addConfigFile.v); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(o.addConfig) > 1 {
+		return nil, nil, argErr("Found multiple arguments for option add-config, but you asked for only one")
+	}
 	for _, a := range o.addConfig {
 		m, err := parseAddConfig(a)
 		if err != nil {
@@ -200,6 +437,11 @@ func (o *configsOpts) alterations() (add map[string]string, del []string, err er
 		}
 		for k, v := range m {
 			add[k] = v
+		}
+	}
+	for _, k := range javaPropsOrder(add) {
+		if !configKeyPattern.MatchString(k) {
+			return nil, nil, argErr("Invalid character found for config key: %s", k)
 		}
 	}
 	for _, d := range o.deleteConfig {
@@ -212,55 +454,110 @@ func (o *configsOpts) alterations() (add map[string]string, del []string, err er
 	return add, del, nil
 }
 
+// messageFormatWarning is parseConfigsToBeAdded's warning for message.format.version.
+func messageFormatWarning(add map[string]string, stdout io.Writer) {
+	if v, ok := add["message.format.version"]; ok {
+		fmt.Fprintf(stdout, "WARNING: The configuration message.format.version=%s is specified. "+
+			"This configuration will be ignored if the version is newer than the inter.broker.protocol.version specified in the broker or "+
+			"if the inter.broker.protocol.version is 3.0 or newer. This configuration is deprecated and it will be removed in Apache Kafka 4.0.\n", v)
+	}
+}
+
+// configsAlter is ConfigCommand.alterConfig.
 func configsAlter(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.Writer) error {
+	types, names := o.entityTypes(), o.entityNames()
 	add, del, err := o.alterations()
 	if err != nil {
 		return err
 	}
-	name := o.entityName.v
-	if o.entityDefault {
-		name = ""
-	}
-	// ConfigCommand checks that deleted keys are currently set.
-	if len(del) > 0 {
-		current, err := describeEntity(ctx, cl, o, name, false)
-		if err != nil {
+	messageFormatWarning(add, stdout)
+	typeHead, nameHead := types[0], names[0]
+	switch typeHead {
+	case entityTopics:
+		if err := alterResourceIncremental(ctx, cl, kmsg.ConfigResourceTypeTopic, typeHead, nameHead, add, del, false); err != nil {
 			return err
 		}
-		set := map[string]bool{}
-		for _, c := range current {
-			set[c.Name] = true
+	case entityBrokers:
+		if err := alterBrokerConfigs(ctx, cl, nameHead, add, del); err != nil {
+			return err
 		}
-		var invalid []string
-		for _, k := range del {
-			if !set[k] {
+	case entityBrokerLoggers:
+		if err := alterResourceIncremental(ctx, cl, kmsg.ConfigResourceTypeBrokerLogger, typeHead, nameHead, add, del, true); err != nil {
+			return err
+		}
+	case entityUsers, entityClients:
+		if err := alterUsersOrClients(ctx, cl, types, names, add, del); err != nil {
+			return err
+		}
+	case entityIPs:
+		var unknown []string
+		for _, k := range append(javaPropsOrder(add), del...) {
+			if k != ipConnectionRateKey {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			return argErr("Only connection quota configs can be added for '%s' using --bootstrap-server. Unexpected config names: %s", entityIPs, strings.Join(unknown, ","))
+		}
+		if err := alterQuotaConfigs(ctx, cl, types, names, add, del); err != nil {
+			return err
+		}
+	default:
+		return argErr("Unsupported entity type: %s", typeHead)
+	}
+	if nameHead != "" {
+		fmt.Fprintf(stdout, "Completed updating config for %s %s.\n", strings.TrimSuffix(typeHead, "s"), nameHead)
+	} else {
+		fmt.Fprintf(stdout, "Completed updating default config for %s in the cluster.\n", typeHead)
+	}
+	return nil
+}
+
+// alterResourceIncremental is alterConfig for topics and broker-loggers: deleted keys (and,
+// for loggers, added ones) must exist, then IncrementalAlterConfigs SETs and DELETEs.
+func alterResourceIncremental(ctx context.Context, cl *kgo.Client, rt kmsg.ConfigResourceType, entityType, name string,
+	add map[string]string, del []string, loggers bool) error {
+	current, err := getResourceConfig(ctx, cl, entityType, name, loggers, false)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, c := range current {
+		have[c.Name] = true
+	}
+	var invalid []string
+	for _, k := range del {
+		if !have[k] {
+			invalid = append(invalid, k)
+		}
+	}
+	if loggers {
+		for _, k := range javaPropsOrder(add) {
+			if !have[k] {
 				invalid = append(invalid, k)
 			}
 		}
 		if len(invalid) > 0 {
-			return fmt.Errorf("Invalid config(s): %s", strings.Join(invalid, ","))
+			return argErr("Invalid broker logger(s): %s", strings.Join(invalid, ","))
 		}
+	} else if len(invalid) > 0 {
+		return argErr("Invalid config(s): %s", strings.Join(invalid, ","))
 	}
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
-	r.ResourceType, r.ResourceName = configResourceType(o.entityType.v), name
-	keys := make([]string, 0, len(add))
-	for k := range add {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	r.ResourceType, r.ResourceName = rt, name
+	for _, k := range javaPropsOrder(add) {
 		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		c.Name, c.Op, c.Value = k, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(add[k])
 		r.Configs = append(r.Configs, c)
 	}
 	for _, k := range del {
 		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		c.Name, c.Op = k, kmsg.IncrementalAlterConfigOpDelete
+		c.Name, c.Op, c.Value = k, kmsg.IncrementalAlterConfigOpDelete, kmsg.StringPtr("")
 		r.Configs = append(r.Configs, c)
 	}
 	req.Resources = append(req.Resources, r)
-	resp, err := issue(ctx, cl, o, req)
+	resp, err := cl.Request(ctx, req) // kgo sends a broker logger's request to that broker
 	if err != nil {
 		return err
 	}
@@ -269,23 +566,236 @@ func configsAlter(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io
 			return err
 		}
 	}
-	what := strings.TrimSuffix(o.entityType.v, "s")
-	if o.entityDefault {
-		fmt.Fprintln(stdout, "Completed updating default config for brokers in the cluster.")
-	} else {
-		fmt.Fprintf(stdout, "Completed updating config for %s %s.\n", what, name)
+	return nil
+}
+
+// alterBrokerConfigs is alterConfig for brokers: Kafka 3.7's tool sends AlterConfigs with the
+// whole new set of the entity's dynamic configs (the current ones, plus the added, minus the
+// deleted), so a password config currently set (described without its value) must be given
+// again.
+func alterBrokerConfigs(ctx context.Context, cl *kgo.Client, name string, add map[string]string, del []string) error {
+	current, err := getResourceConfig(ctx, cl, entityBrokers, name, false, false)
+	if err != nil {
+		return err
+	}
+	entries := map[string]*string{}
+	for _, c := range current {
+		entries[c.Name] = c.Value
+	}
+	var invalid []string
+	for _, k := range del {
+		if _, ok := entries[k]; !ok {
+			invalid = append(invalid, k)
+		}
+	}
+	if len(invalid) > 0 {
+		return argErr("Invalid config(s): %s", strings.Join(invalid, ","))
+	}
+	for k, v := range add {
+		entries[k] = kmsg.StringPtr(v)
+	}
+	for _, k := range del {
+		delete(entries, k)
+	}
+	keys := make([]string, 0, len(entries))
+	var missing []string
+	for k, v := range entries {
+		keys = append(keys, k)
+		if v == nil {
+			missing = append(missing, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return argErr("All sensitive broker config entries must be specified for --alter, missing entries: %s", scalaSet(missing))
+	}
+	req := kmsg.NewPtrAlterConfigsRequest()
+	r := kmsg.NewAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, name
+	for _, k := range keys {
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = k, entries[k]
+		r.Configs = append(r.Configs, c)
+	}
+	req.Resources = append(req.Resources, r)
+	resp, err := cl.Request(ctx, req) // kgo sends a broker id's request to that broker
+	if err != nil {
+		return err
+	}
+	for _, rr := range resp.(*kmsg.AlterConfigsResponse).Resources {
+		if err := kafkaErr(rr.ErrorCode, rr.ErrorMessage); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// describeEntity returns the entity's configs: only the dynamic ones unless all.
-func describeEntity(ctx context.Context, cl *kgo.Client, o *configsOpts, name string, all bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+// configsDescribe is ConfigCommand.describeConfig.
+func configsDescribe(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.Writer) error {
+	types, names := o.entityTypes(), o.entityNames()
+	switch types[0] {
+	case entityTopics, entityBrokers, entityBrokerLoggers:
+		return describeResourceConfig(ctx, cl, types[0], names, o.all.set, stdout)
+	case entityUsers, entityClients:
+		return describeQuotasAndScram(ctx, cl, types, names, stdout)
+	case entityIPs:
+		return describeQuotaConfigs(ctx, cl, types, names, stdout)
+	case entityClientMetrics:
+		return errors.New("samsa has no client metrics resources (KIP-714)")
+	}
+	return argErr("Invalid entity type: %s", types[0])
+}
+
+// describeResourceConfig prints the named entity, or every topic, or every broker and the
+// cluster default.
+func describeResourceConfig(ctx context.Context, cl *kgo.Client, entityType string, names []string, all bool, stdout io.Writer) error {
+	var entities []string
+	switch {
+	case len(names) > 0:
+		entities = names[:1]
+	case entityType == entityTopics:
+		var err error
+		if entities, err = listAllTopics(ctx, cl); err != nil {
+			return err
+		}
+	default:
+		var err error
+		if entities, err = clusterBrokerIDs(ctx, cl); err != nil {
+			return err
+		}
+		entities = append(entities, "")
+	}
+	for _, e := range entities {
+		if e == "" {
+			fmt.Fprintf(stdout, "Default configs for %s in the cluster are:\n", entityType)
+		} else {
+			kind := "Dynamic"
+			if all {
+				kind = "All"
+			}
+			fmt.Fprintf(stdout, "%s configs for %s %s are:\n", kind, strings.TrimSuffix(entityType, "s"), e)
+		}
+		configs, err := getResourceConfig(ctx, cl, entityType, e, true, all)
+		if err != nil {
+			return err
+		}
+		for _, c := range configs {
+			syn := make([]string, 0, len(c.ConfigSynonyms))
+			for _, s := range c.ConfigSynonyms {
+				syn = append(syn, fmt.Sprintf("%s:%s=%s", configSourceName(s.Source), s.Name, nullable(s.Value)))
+			}
+			fmt.Fprintf(stdout, "  %s=%s sensitive=%t synonyms={%s}\n", c.Name, nullable(c.Value), c.IsSensitive, strings.Join(syn, ", "))
+		}
+	}
+	return nil
+}
+
+func nullable(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return *s
+}
+
+// configSourceName is ConfigEntry.ConfigSource's constant name for a wire source.
+func configSourceName(s kmsg.ConfigSource) string {
+	if s == 7 {
+		return "DYNAMIC_CLIENT_METRICS_CONFIG"
+	}
+	return s.String()
+}
+
+// listAllTopics is Admin.listTopics(listInternal = true).names: in the order of the Java
+// HashMap the admin client collects them in.
+func listAllTopics(ctx context.Context, cl *kgo.Client) ([]string, error) {
+	resp, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest())
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		if t.Topic != nil && t.ErrorCode == 0 {
+			names = append(names, *t.Topic)
+		}
+	}
+	hashes := make([]int32, len(names))
+	for i, n := range names {
+		hashes[i] = javaStringHash(n)
+	}
+	order := javaHashMapOrder(hashes, 16)
+	out := make([]string, len(order))
+	for i, j := range order {
+		out[i] = names[j]
+	}
+	return out, nil
+}
+
+// clusterBrokerIDs is Admin.describeCluster's nodes, in the broker's order.
+func clusterBrokerIDs(ctx context.Context, cl *kgo.Client) ([]string, error) {
+	resp, err := cl.Request(ctx, kmsg.NewPtrDescribeClusterRequest())
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*kmsg.DescribeClusterResponse)
+	if err := kafkaErr(r.ErrorCode, r.ErrorMessage); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(r.Brokers))
+	for _, b := range r.Brokers {
+		ids = append(ids, strconv.Itoa(int(b.NodeID)))
+	}
+	return ids, nil
+}
+
+// getResourceConfig is ConfigCommand.getResourceConfig: the entity's configs sorted by name,
+// only those of its dynamic source unless all (broker loggers: all of them).
+func getResourceConfig(ctx context.Context, cl *kgo.Client, entityType, name string, synonyms, all bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	var (
+		rt     kmsg.ConfigResourceType
+		source kmsg.ConfigSource = -1
+	)
+	brokerID := func() error {
+		if _, err := strconv.ParseInt(name, 10, 32); err != nil {
+			return argErr("The entity name for %s must be a valid integer broker id, found: %s", entityType, name)
+		}
+		return nil
+	}
+	switch entityType {
+	case entityTopics:
+		if name != "" {
+			if err := validateTopicName(name); err != nil {
+				return nil, err
+			}
+		}
+		rt, source = kmsg.ConfigResourceTypeTopic, kmsg.ConfigSourceDynamicTopicConfig
+	case entityBrokers:
+		rt, source = kmsg.ConfigResourceTypeBroker, kmsg.ConfigSourceDynamicDefaultBrokerConfig
+		if name != "" {
+			if err := brokerID(); err != nil {
+				return nil, err
+			}
+			source = kmsg.ConfigSourceDynamicBrokerConfig
+		}
+	case entityBrokerLoggers:
+		if name != "" {
+			if err := brokerID(); err != nil {
+				return nil, err
+			}
+		}
+		rt = kmsg.ConfigResourceTypeBrokerLogger
+	default:
+		return nil, argErr("Invalid entity type: %s", entityType)
+	}
+	if all {
+		source = -1
+	}
 	req := kmsg.NewPtrDescribeConfigsRequest()
-	req.IncludeSynonyms = true
+	req.IncludeSynonyms = synonyms
 	r := kmsg.NewDescribeConfigsRequestResource()
-	r.ResourceType, r.ResourceName = configResourceType(o.entityType.v), name
+	r.ResourceType, r.ResourceName = rt, name
 	req.Resources = append(req.Resources, r)
-	resp, err := issue(ctx, cl, o, req)
+	resp, err := cl.Request(ctx, req) // kgo sends a broker id's request to that broker
 	if err != nil {
 		return nil, err
 	}
@@ -295,66 +805,29 @@ func describeEntity(ctx context.Context, cl *kgo.Client, o *configsOpts, name st
 			return nil, err
 		}
 		for _, c := range rr.Configs {
-			dynamic := c.Source == kmsg.ConfigSourceDynamicTopicConfig || c.Source == kmsg.ConfigSourceDynamicBrokerConfig ||
-				c.Source == kmsg.ConfigSourceDynamicDefaultBrokerConfig
-			if all || dynamic {
+			if source < 0 || c.Source == source {
 				out = append(out, c)
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-func configsDescribe(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.Writer) error {
-	names := []string{o.entityName.v}
-	if o.entityDefault {
-		names = []string{""}
-	} else if !o.entityName.set {
-		if o.entityType.v != "topics" {
-			return errors.New("--entity-name or --entity-default is required to describe brokers")
-		}
-		md := kmsg.NewPtrMetadataRequest()
-		resp, err := cl.Request(ctx, md)
-		if err != nil {
-			return err
-		}
-		names = nil
-		for _, t := range resp.(*kmsg.MetadataResponse).Topics {
-			if t.Topic != nil {
-				names = append(names, *t.Topic)
-			}
-		}
-		sort.Strings(names)
+// validateTopicName is Topic.validate (InvalidTopicException, so a failed command).
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("Topic name is illegal, it can't be empty")
+	case name == "." || name == "..":
+		return errors.New("Topic name cannot be \".\" or \"..\"")
+	case len(name) > 249:
+		return fmt.Errorf("Topic name is illegal, it can't be longer than 249 characters, topic name: %s", name)
 	}
-	for _, name := range names {
-		configs, err := describeEntity(ctx, cl, o, name, o.all)
-		if err != nil {
-			return err
-		}
-		kind := "Dynamic"
-		if o.all {
-			kind = "All"
-		}
-		if name == "" {
-			fmt.Fprintf(stdout, "Default configs for brokers in the cluster are:\n")
-		} else {
-			fmt.Fprintf(stdout, "%s configs for %s %s are:\n", kind, strings.TrimSuffix(o.entityType.v, "s"), name)
-		}
-		for _, c := range configs {
-			v := "null"
-			if c.Value != nil && !c.IsSensitive {
-				v = *c.Value
-			}
-			syn := make([]string, 0, len(c.ConfigSynonyms))
-			for _, s := range c.ConfigSynonyms {
-				sv := "null"
-				if s.Value != nil {
-					sv = *s.Value
-				}
-				syn = append(syn, fmt.Sprintf("%s:%s=%s", s.Source, s.Name, sv))
-			}
-			fmt.Fprintf(stdout, "  %s=%s sensitive=%t synonyms={%s}\n", c.Name, v, c.IsSensitive, strings.Join(syn, ", "))
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("Topic name \"%s\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
 		}
 	}
 	return nil

@@ -1,7 +1,7 @@
 package main
 
-// configs_users.go is the users entity of samsa configs, as ConfigCommand does it with
-// --bootstrap-server: SCRAM credentials only (samsa has no client quotas).
+// configs_users.go is the SCRAM side of the users entity of samsa configs, as ConfigCommand
+// does it with --bootstrap-server (users' quotas are in configs_quotas.go).
 //
 //	--alter --entity-type users --entity-name alice
 //	    --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=pw]'
@@ -41,8 +41,7 @@ import (
 // defaultScramIterations is ConfigCommand.DefaultScramIterations.
 const defaultScramIterations = 4096
 
-// userQuotaConfigs are QuotaConfigs' client and user quota keys: accepted by Kafka for
-// users, refused here because samsa enforces no quotas.
+// userQuotaConfigs are QuotaConfigs' client and user quota keys.
 var userQuotaConfigs = map[string]bool{
 	"producer_byte_rate": true, "consumer_byte_rate": true, "request_percentage": true, "controller_mutation_rate": true,
 }
@@ -68,15 +67,16 @@ func userAlterations(user string, entityDefault bool, add map[string]string, del
 	sort.Strings(addKeys)
 	for _, k := range addKeys {
 		if !configKeyPattern.MatchString(k) {
-			return nil, fmt.Errorf("Invalid character found for config key: %s", k)
+			return nil, argErr("Invalid character found for config key: %s", k)
 		}
 	}
-	var unknownAdd, quotaKeys, unknownDel []string
+	var unknownAdd, unknownDel []string
+	hasQuota := false
 	for _, k := range addKeys {
 		switch {
 		case scramcred.IsMechanism(k):
 		case userQuotaConfigs[k]:
-			quotaKeys = append(quotaKeys, k)
+			hasQuota = true
 		default:
 			unknownAdd = append(unknownAdd, k)
 		}
@@ -85,22 +85,22 @@ func userAlterations(user string, entityDefault bool, add map[string]string, del
 		switch {
 		case scramcred.IsMechanism(k):
 		case userQuotaConfigs[k]:
-			quotaKeys = append(quotaKeys, k)
+			hasQuota = true
 		default:
 			unknownDel = append(unknownDel, k)
 		}
 	}
 	if len(unknownAdd) > 0 {
-		return nil, fmt.Errorf("Only quota and SCRAM credential configs can be added for 'users' using --bootstrap-server. Unexpected config names: %s", scalaSet(unknownAdd))
+		return nil, argErr("Only quota and SCRAM credential configs can be added for 'users' using --bootstrap-server. Unexpected config names: %s", scalaSet(unknownAdd))
 	}
 	if len(unknownDel) > 0 {
-		return nil, fmt.Errorf("Only quota and SCRAM credential configs can be deleted for 'users' using --bootstrap-server. Unexpected config names: %s", scalaList(unknownDel))
-	}
-	if len(quotaKeys) > 0 {
-		return nil, fmt.Errorf("samsa does not support client quotas: %s cannot be set or deleted", strings.Join(quotaKeys, ", "))
+		return nil, argErr("Only quota and SCRAM credential configs can be deleted for 'users' using --bootstrap-server. Unexpected config names: %s", scalaArrayBuffer(unknownDel))
 	}
 	if entityDefault || user == "" {
-		return nil, errors.New("The use of --entity-default or --user-defaults is not allowed with User SCRAM Credentials using --bootstrap-server.")
+		return nil, argErr("The use of --entity-default or --user-defaults is not allowed with User SCRAM Credentials using --bootstrap-server.")
+	}
+	if hasQuota {
+		return nil, argErr("Cannot alter both quota and SCRAM credential configs simultaneously for 'users' using --bootstrap-server.")
 	}
 
 	req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
@@ -112,20 +112,20 @@ func userAlterations(user string, entityDefault bool, add map[string]string, del
 	for _, k := range addKeys {
 		m := scramCredentialPattern.FindStringSubmatch(add[k])
 		if m == nil {
-			return nil, fmt.Errorf("Invalid credential property %s=%s", k, add[k])
+			return nil, argErr("Invalid credential property %s=%s", strings.ReplaceAll(k, "-", "_"), add[k])
 		}
 		iterations := defaultScramIterations
 		if m[1] != "" && m[1] != "-1" {
 			n, err := strconv.ParseInt(m[1], 10, 32)
 			if err != nil {
-				return nil, fmt.Errorf("For input string: %q", m[1])
+				return nil, argErr("For input string: %q", m[1])
 			}
 			iterations = int(n)
 		} else if strings.HasPrefix(add[k], "iterations=,") {
-			return nil, fmt.Errorf("For input string: %q", "")
+			return nil, argErr("For input string: %q", "")
 		}
 		if iterations < scramcred.MinIterations {
-			return nil, fmt.Errorf("Iterations %d is less than the minimum %d required for %s", iterations, scramcred.MinIterations, k)
+			return nil, argErr("Iterations %d is less than the minimum %d required for %s", iterations, scramcred.MinIterations, k)
 		}
 		password := m[2]
 		if password == "" {
@@ -177,12 +177,9 @@ func scramMechanismName(t int8) string {
 	return "UNKNOWN"
 }
 
-func usersAlter(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.Writer) error {
-	add, del, err := o.alterations()
-	if err != nil {
-		return err
-	}
-	req, err := userAlterations(o.entityName.v, o.entityDefault, add, del)
+// alterUserScram is alterUserScramCredentialConfigs.
+func alterUserScram(ctx context.Context, cl *kgo.Client, user string, add map[string]string, del []string) error {
+	req, err := userAlterations(user, false, add, del)
 	if err != nil {
 		return err
 	}
@@ -195,21 +192,17 @@ func usersAlter(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.W
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "Completed updating config for user %s.\n", o.entityName.v)
 	return nil
 }
 
-// usersDescribe is describeClientQuotaAndUserScramCredentialConfigs without quotas: the
-// SCRAM credentials of the named user, or of every user that has some. A named user without
+// usersDescribeScram is the SCRAM half of describeClientQuotaAndUserScramCredentialConfigs:
+// the credentials of the named users, or of every user that has some. A named user without
 // credentials prints nothing, as kafka-configs.sh.
-func usersDescribe(ctx context.Context, cl *kgo.Client, o *configsOpts, stdout io.Writer) error {
-	if o.entityDefault {
-		return nil // only quotas exist for the default user, and samsa has none
-	}
+func usersDescribeScram(ctx context.Context, cl *kgo.Client, users []string, stdout io.Writer) error {
 	req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
-	if o.entityName.set {
+	for _, name := range users {
 		u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
-		u.Name = o.entityName.v
+		u.Name = name
 		req.Users = append(req.Users, u)
 	}
 	r, err := cl.Request(ctx, req)
@@ -290,6 +283,11 @@ func runConfigsZk(o *configsOpts, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.")
 	fmt.Fprintln(stdout, "Use --bootstrap-server instead to specify a broker to connect to.")
 	err := configsZk(o, stdout, stderr)
+	var ae *argError
+	if errors.As(err, &ae) {
+		fmt.Fprintln(stderr, ae.msg)
+		return 1
+	}
 	if errors.Is(err, errConfigInvalid) {
 		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), errConfigInvalid.Error()+": "))
 		return 1
@@ -302,38 +300,44 @@ func runConfigsZk(o *configsOpts, args []string, stdout, stderr io.Writer) int {
 }
 
 func configsZk(o *configsOpts, stdout, stderr io.Writer) error {
-	if o.entityType.v == "brokers" {
-		// Kafka writes /config/brokers for stopped brokers; samsa brokers never read it.
-		return configInvalid("samsa has no dynamic broker configs: --entity-type brokers cannot be used with --zookeeper " +
-			"(set broker configs in server.properties; --bootstrap-server --describe shows them)")
+	if o.entityTypes()[0] == entityBrokers {
+		return configsZkBrokers(o, stdout, stderr)
 	}
 	// Everything is checked before connecting, so a bad argument costs no ZooKeeper session.
 	var prepared *zkUserAlteration
-	if o.alter {
+	if o.alter.set {
 		var err error
 		if prepared, err = prepareZkUserAlteration(o); err != nil {
 			return err
 		}
 	}
-	sec, err := configsZkSecurity(o.zkTLSConfigFile)
+	zk, err := connectConfigsZk(o, stderr)
 	if err != nil {
 		return err
+	}
+	defer zk.Close()
+	if o.alter.set {
+		return prepared.apply(zk, stdout)
+	}
+	return usersDescribeZk(zk, o, stdout)
+}
+
+// connectConfigsZk opens ConfigCommand's KafkaZkClient: 30 s session and connection timeouts.
+func connectConfigsZk(o *configsOpts, stderr io.Writer) (*zkmeta.Client, error) {
+	sec, err := configsZkSecurity(o.zkTLSConfigFile)
+	if err != nil {
+		return nil, err
 	}
 	log := logrus.New()
 	log.SetOutput(stderr)
 	log.SetLevel(logrus.WarnLevel)
-	// ConfigCommand's KafkaZkClient: 30 s session and connection timeouts.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	zk, err := zkmeta.ConnectSecure(ctx, o.zookeeper.v, 30*time.Second, logrus.NewEntry(log), sec)
 	if err != nil {
-		return fmt.Errorf("connect to ZooKeeper %s: %w", o.zookeeper.v, err)
+		return nil, fmt.Errorf("connect to ZooKeeper %s: %w", o.zookeeper.v, err)
 	}
-	defer zk.Close()
-	if o.alter {
-		return prepared.apply(zk, stdout)
-	}
-	return usersDescribeZk(zk, o, stdout)
+	return zk, nil
 }
 
 // configsZkSecurity reads --zk-tls-config-file as Kafka does (only the ZooKeeper client keys;
@@ -391,11 +395,12 @@ func prepareZkUserAlteration(o *configsOpts) (*zkUserAlteration, error) {
 			return nil, configInvalid("Invalid character found for config key: %s", k)
 		}
 	}
-	a := &zkUserAlteration{user: o.entityName.v, add: map[string]string{}, del: del}
-	if o.entityDefault || o.entityName.v == "" {
-		a.user, a.sanitized = "", zkmeta.ConfigEntityDefault
+	user := o.entityNames()[0]
+	a := &zkUserAlteration{user: user, add: map[string]string{}, del: del}
+	if user == "" {
+		a.sanitized = zkmeta.ConfigEntityDefault
 	} else {
-		a.sanitized = zkmeta.SanitizeUser(o.entityName.v)
+		a.sanitized = zkmeta.SanitizeUser(user)
 	}
 	scramOnly := true
 	for _, k := range addKeys {
@@ -503,7 +508,8 @@ func (a *zkUserAlteration) apply(zk *zkmeta.Client, stdout io.Writer) error {
 // configs, or every user znode that has some, as "Configs for <entity> are k=v,k2=v2".
 func usersDescribeZk(zk *zkmeta.Client, o *configsOpts, stdout io.Writer) error {
 	var names []string
-	all := !o.entityName.set && !o.entityDefault
+	given := o.entityNames()
+	all := len(given) == 0
 	configs := map[string]map[string]string{}
 	switch {
 	case all:
@@ -515,10 +521,10 @@ func usersDescribeZk(zk *zkmeta.Client, o *configsOpts, stdout io.Writer) error 
 			names = append(names, n)
 		}
 		sort.Strings(names) // ZooKeeper lists children in no particular order
-	case o.entityDefault || o.entityName.v == "":
+	case given[0] == "":
 		names = []string{zkmeta.ConfigEntityDefault}
 	default:
-		names = []string{zkmeta.SanitizeUser(o.entityName.v)}
+		names = []string{zkmeta.SanitizeUser(given[0])}
 	}
 	for _, n := range names {
 		cfg, ok := configs[n]

@@ -50,11 +50,11 @@ func TestUserAlterations(t *testing.T) {
 		{map[string]string{"SCRAM-SHA-256": "iterations=4095,password=x"}, nil, false, "Iterations 4095 is less than the minimum 4096 required for SCRAM-SHA-256"},
 		{map[string]string{"SCRAM-SHA-256": "iterations=-1,password="}, nil, false, "Password must not be empty"},
 		{map[string]string{"SCRAM-SHA-256": "iterations=,password=x"}, nil, false, `For input string: ""`},
-		{map[string]string{"SCRAM-SHA-256": "pw"}, nil, false, "Invalid credential property SCRAM-SHA-256=pw"},
+		{map[string]string{"SCRAM-SHA-256": "pw"}, nil, false, "Invalid credential property SCRAM_SHA_256=pw"},
 		{map[string]string{"SCRAM-SHA-1": "password=x"}, nil, false, "Only quota and SCRAM credential configs can be added for 'users' using --bootstrap-server. Unexpected config names: Set(SCRAM-SHA-1)"},
-		{nil, []string{"foo", "bar"}, false, "Only quota and SCRAM credential configs can be deleted for 'users' using --bootstrap-server. Unexpected config names: List(foo, bar)"},
+		{nil, []string{"foo", "bar"}, false, "Only quota and SCRAM credential configs can be deleted for 'users' using --bootstrap-server. Unexpected config names: ArrayBuffer(foo, bar)"},
 		{map[string]string{"a b": "x"}, nil, false, "Invalid character found for config key: a b"},
-		{map[string]string{"producer_byte_rate": "10"}, nil, false, "samsa does not support client quotas"},
+		{map[string]string{"producer_byte_rate": "10", "SCRAM-SHA-256": "password=x"}, nil, false, "Cannot alter both quota and SCRAM credential configs simultaneously for 'users' using --bootstrap-server."},
 		{nil, []string{"SCRAM-SHA-256"}, true, "The use of --entity-default or --user-defaults is not allowed with User SCRAM Credentials using --bootstrap-server."},
 	}
 	for _, b := range bad {

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/samsa-kafka/samsa/internal/config"
 	"github.com/samsa-kafka/samsa/internal/security/scramcred"
 	"github.com/samsa-kafka/samsa/internal/zktest"
 	"github.com/samsa-kafka/samsa/zkmeta"
@@ -176,8 +178,7 @@ func TestConfigsZookeeperScram(t *testing.T) {
 	}
 }
 
-// Entity types other than users (and brokers, which samsa has none of in ZooKeeper) are
-// refused before any connection, with ConfigCommand.checkArgs' messages.
+// Entity types other than users and brokers are refused before any connection, with ConfigCommand.checkArgs' messages.
 func TestConfigsZookeeperRefusals(t *testing.T) {
 	const unreachable = "127.0.0.1:1"
 	for _, tc := range []struct {
@@ -196,12 +197,99 @@ func TestConfigsZookeeperRefusals(t *testing.T) {
 			"--bootstrap-server must be specified for --all"},
 		{[]string{"--bootstrap-server", "localhost:9092", "--zk-tls-config-file", "x", "--describe", "--entity-type", "users"},
 			"Only the --zookeeper option can be used with the --zk-tls-config-file option."},
-		{[]string{"--zookeeper", unreachable, "--describe", "--entity-type", "brokers", "--entity-name", "0"},
-			"samsa has no dynamic broker configs"},
+		{[]string{"--zookeeper", unreachable, "--describe", "--entity-type", "clients"},
+			"Invalid entity type clients, the entity type must be one of users, brokers with a --zookeeper argument"},
 	} {
 		code, _, errb := runTool(append([]string{"configs"}, tc.args...)...)
 		if code != 1 || !strings.Contains(errb, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb, tc.want)
 		}
+	}
+}
+
+// Dynamic configs of brokers that do not run are written straight to /config/brokers, with
+// passwords encrypted by the given password.encoder.secret (not stored); a running broker's
+// entity, or the default while any runs, is refused.
+func TestConfigsZookeeperBrokers(t *testing.T) {
+	zk := zktest.Start(t)
+	connect := zk.Connect("/configs-zk-brokers")
+	run := func(wantCode int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errb := runTool(append([]string{"configs", "--zookeeper", connect}, args...)...)
+		if code != wantCode {
+			t.Fatalf("configs %v: exit %d, want %d\nstdout %q\nstderr %q", args, code, wantCode, out, errb)
+		}
+		return strings.TrimPrefix(out, zkDeprecationWarning), errb
+	}
+	const pwKey = "listener.name.internal.ssl.key.password"
+	out, _ := run(0, "--alter", "--entity-type", "brokers", "--entity-name", "0",
+		"--add-config", "log.retention.ms=1000,"+pwKey+"=key-secret,password.encoder.secret=enc-secret")
+	if out != "Completed updating config for entity: brokers '0'.\n" {
+		t.Fatalf("alter printed %q", out)
+	}
+	c := zkConnect(t, connect, zkmeta.Security{})
+	cfg, err := c.GetBrokerConfig("0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg) != 2 || cfg["log.retention.ms"] != "1000" || cfg[pwKey] == "key-secret" {
+		t.Fatalf("/config/brokers/0 holds %v", cfg)
+	}
+	enc := config.PasswordEncoderFromProps(map[string]string{"password.encoder.secret": "enc-secret"}, "password.encoder.secret")
+	if pw, err := enc.Decode(cfg[pwKey]); err != nil || pw != "key-secret" {
+		t.Errorf("stored password decodes to %q (%v)", pw, err)
+	}
+	out, _ = run(0, "--alter", "--broker-defaults", "--add-config", "log.retention.bytes=2048")
+	if out != "Completed updating config for entity: default brokers.\n" {
+		t.Fatalf("alter default printed %q", out)
+	}
+	out, _ = run(0, "--describe", "--entity-type", "brokers", "--entity-default")
+	if out != "Configs for default brokers are log.retention.bytes=2048\n" {
+		t.Errorf("describe default printed %q", out)
+	}
+	out, _ = run(0, "--describe", "--entity-type", "brokers")
+	if !strings.HasPrefix(out, "Configs for brokers '0' are ") || !strings.HasSuffix(out, "\nConfigs for default brokers are log.retention.bytes=2048\n") ||
+		!strings.Contains(out, "log.retention.ms=1000") {
+		t.Errorf("describe all printed %q", out)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--alter", "--entity-type", "brokers", "--entity-name", "0", "--add-config", pwKey + "=x"},
+			"requirement failed: password.encoder.secret must be specified to update Set(" + pwKey + "). Other password encoder configs like cipher algorithm " +
+				"and iterations may also be specified to override the default encoding parameters. Password encoder configs will not be persisted in ZooKeeper.\n"},
+		{[]string{"--alter", "--entity-type", "brokers", "--entity-name", "0", "--delete-config", "log.flush.interval.ms"},
+			"Invalid config(s): log.flush.interval.ms\n"},
+		{[]string{"--alter", "--entity-type", "brokers", "--entity-name", "0", "--add-config", "broker.id=3"},
+			"Cannot update these configs dynamically: Set(broker.id)\n"},
+	} {
+		_, errb := run(1, tc.args...)
+		if !strings.HasSuffix(errb, tc.want) {
+			t.Errorf("%v: stderr %q, want %q", tc.args, errb, tc.want)
+		}
+	}
+
+	// Broker 0 registers: its entity and the default are refused, broker 1's is not.
+	if err := c.CreateRecursive(zkmeta.BrokerIDsPath, nil); err != nil && !errors.Is(err, zkmeta.ErrNodeExists) {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(zkmeta.BrokerIDPath(0), zkmeta.EncodeBrokerInfo(zkmeta.BrokerInfo{ID: 0}), zkmeta.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, errb := run(1, "--describe", "--entity-type", "brokers", "--entity-name", "0")
+	if want := "requirement failed: --bootstrap-server option must be specified to describe brokers - broker 0 is running. " +
+		"Broker configuration operations using ZooKeeper are only supported if the affected broker(s) are not running.\n"; errb != want {
+		t.Errorf("describe of a running broker: stderr %q", errb)
+	}
+	_, errb = run(1, "--alter", "--broker-defaults", "--delete-config", "log.retention.bytes")
+	if want := "requirement failed: --bootstrap-server option must be specified to update brokers configs: {add: {}, delete: ArrayBuffer(log.retention.bytes)} - " +
+		"1 brokers are running. Broker configuration operations using ZooKeeper are only supported if the affected broker(s) are not running.\n"; errb != want {
+		t.Errorf("alter of the default with a running broker: stderr %q", errb)
+	}
+	run(0, "--alter", "--broker", "1", "--add-config", "log.retention.ms=5")
+	if cfg, _ := c.GetBrokerConfig("0"); len(cfg) != 2 {
+		t.Errorf("refusals changed /config/brokers/0: %v", cfg)
 	}
 }

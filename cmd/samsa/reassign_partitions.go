@@ -6,8 +6,9 @@ package main
 // prints the current assignment for rollback, --verify reports each partition, --cancel
 // reverts the named in-flight moves, --list shows the ones in progress, and --generate
 // proposes an assignment of --topics-to-move-json-file over --broker-list with Kafka's
-// assignment algorithm. Deviations: no throttles (--throttle is accepted and ignored) and no
-// log-dir moves (log_dirs must be absent or all "any").
+// assignment algorithm. --throttle sets replication throttles for the moves and --verify or
+// --cancel clears them (reassign_throttle.go). Deviation: no log-dir moves (log_dirs must be
+// absent or all "any"), so --replica-alter-log-dirs-throttle has no broker to apply to.
 
 import (
 	"context"
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,9 +31,12 @@ import (
 )
 
 type reassignOpts struct {
-	bootstrap, jsonFile, topicsFile, brokerList, throttle, commandConfig optString
-	execute, verify, cancel, generate, list, disableRackAware, preserve  bool
-	timeout                                                              time.Duration
+	bootstrap, jsonFile, topicsFile, brokerList, commandConfig          optString
+	throttle, logDirThrottle                                            optInt // -1 (Kafka's default) when not given
+	logDirTimeout                                                       optInt // --timeout: log-dir moves only, which samsa has none of
+	execute, verify, cancel, generate, list, disableRackAware, preserve bool
+	additional                                                          bool
+	timeout                                                             time.Duration
 }
 
 // reassignEntry is one partition of the tool's JSON.
@@ -48,14 +53,17 @@ type reassignJSON struct {
 }
 
 func parseReassignArgs(args []string, stderr io.Writer) (*reassignOpts, *flag.FlagSet, error) {
-	o := &reassignOpts{timeout: 30 * time.Second}
+	o := &reassignOpts{timeout: 30 * time.Second, throttle: optInt{v: -1}, logDirThrottle: optInt{v: -1}}
 	fs := newFlagSet("samsa reassign-partitions", stderr)
 	fs.Var(&o.bootstrap, "bootstrap-server", "REQUIRED: the server(s) to use for bootstrapping.")
 	fs.Var(&o.commandConfig, "command-config", "Property file containing configs to be passed to Admin Client.")
 	fs.Var(&o.jsonFile, "reassignment-json-file", "The JSON file with the partition reassignment configuration.")
 	fs.Var(&o.topicsFile, "topics-to-move-json-file", "Generate a reassignment configuration to move the partitions of the specified topics to the list of brokers specified by --broker-list.")
 	fs.Var(&o.brokerList, "broker-list", "The list of brokers to which the partitions need to be reassigned in the form \"0,1,2\".")
-	fs.Var(&o.throttle, "throttle", "Replication throttle in B/s (accepted; samsa does not throttle).")
+	fs.Var(&o.throttle, "throttle", "The movement of partitions between brokers will be throttled to this value (bytes/sec). This option can be included with --execute when a reassignment is started, and it can be altered by resubmitting the current reassignment along with the --additional flag. The throttle rate should be at least 1 KB/s.")
+	fs.Var(&o.logDirThrottle, "replica-alter-log-dirs-throttle", "The movement of replicas between log directories on the same broker will be throttled to this value (bytes/sec). This option can be included with --execute when a reassignment is started, and it can be altered by resubmitting the current reassignment along with the --additional flag. The throttle rate should be at least 1 KB/s.")
+	fs.Var(&o.logDirTimeout, "timeout", "The maximum time in ms to wait for log directory replica assignment to begin.")
+	fs.BoolVar(&o.additional, "additional", false, "Execute this reassignment in addition to any other ongoing ones. This option can also be used to change the throttle of an ongoing reassignment.")
 	fs.BoolVar(&o.execute, "execute", false, "Kick off the reassignment as specified by the --reassignment-json-file option.")
 	fs.BoolVar(&o.verify, "verify", false, "Verify if the reassignment completed as specified by the --reassignment-json-file option.")
 	fs.BoolVar(&o.cancel, "cancel", false, "Cancel an active reassignment.")
@@ -81,7 +89,41 @@ func parseReassignArgs(args []string, stderr io.Writer) (*reassignOpts, *flag.Fl
 	if o.generate && (!o.topicsFile.set || !o.brokerList.set) {
 		return nil, fs, usageErr("Missing required argument \"[topics-to-move-json-file]\" or \"[broker-list]\"")
 	}
+	if err := reassignPermittedArgs(fs, o); err != nil {
+		return nil, fs, err
+	}
 	return o, fs, nil
+}
+
+// reassignPermittedArgs is validateAndParseArgs' permittedArgs: each action takes only its
+// own options.
+func reassignPermittedArgs(fs *flag.FlagSet, o *reassignOpts) error {
+	common := []string{"bootstrap-server", "command-config"}
+	var action string
+	var allowed []string
+	switch {
+	case o.verify:
+		action, allowed = "verify", []string{"reassignment-json-file", "preserve-throttles"}
+	case o.generate:
+		action, allowed = "generate", []string{"topics-to-move-json-file", "broker-list", "disable-rack-aware"}
+	case o.execute:
+		action, allowed = "execute", []string{"reassignment-json-file", "additional", "throttle", "replica-alter-log-dirs-throttle", "timeout"}
+	case o.cancel:
+		action, allowed = "cancel", []string{"reassignment-json-file", "preserve-throttles", "timeout"}
+	default:
+		action = "list"
+	}
+	allowed = append(append(allowed, common...), action)
+	var bad string
+	fs.Visit(func(f *flag.Flag) {
+		if bad == "" && !slices.Contains(allowed, f.Name) {
+			bad = f.Name
+		}
+	})
+	if bad != "" {
+		return usageErr("Option \"[%s]\" can't be used with action \"[%s]\"", bad, action)
+	}
+	return nil
 }
 
 // parseReassignmentJSON is ReassignPartitionsCommand.parsePartitionReassignmentData with its checks.
@@ -153,11 +195,11 @@ func runReassignPartitions(args []string, _ io.Reader, stdout, stderr io.Writer)
 		}
 		switch {
 		case o.execute:
-			return reassignExecute(ctx, cl, entries, stdout)
+			return reassignExecute(ctx, cl, o, entries, stdout)
 		case o.verify:
-			return reassignVerify(ctx, cl, entries, stdout)
+			return reassignVerify(ctx, cl, entries, o.preserve, stdout)
 		case o.cancel:
-			return reassignCancel(ctx, cl, entries, stdout)
+			return reassignCancel(ctx, cl, entries, o.preserve, stdout)
 		}
 		return nil
 	})
@@ -270,7 +312,19 @@ func alterReassignments(ctx context.Context, cl *kgo.Client, entries []reassignE
 	return out, nil
 }
 
-func reassignExecute(ctx context.Context, cl *kgo.Client, entries []reassignEntry, stdout io.Writer) error {
+// cannotExecuteMessage is Kafka's refusal to start a reassignment while another runs.
+const cannotExecuteMessage = "Cannot execute because there is an existing partition assignment.  Use --additional to " +
+	"override this and create a new partition assignment in addition to the existing one. The --additional flag can " +
+	"also be used to change the throttle by resubmitting the current reassignment."
+
+func reassignExecute(ctx context.Context, cl *kgo.Client, o *reassignOpts, entries []reassignEntry, stdout io.Writer) error {
+	active, activeTopics, err := listReassignmentsWithTopics(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if !o.additional && len(active) > 0 {
+		return errors.New(cannotExecuteMessage)
+	}
 	cur, _, err := currentAssignment(ctx, cl, topicsOf(entries))
 	if err != nil {
 		return err
@@ -286,6 +340,20 @@ func reassignExecute(ctx context.Context, cl *kgo.Client, entries []reassignEntr
 		names = append(names, fmt.Sprintf("%s-%d", e.Topic, e.Partition))
 	}
 	fmt.Fprintf(stdout, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", encodeReassignment(rollback))
+	if o.throttle.v >= 0 || o.logDirThrottle.v >= 0 {
+		fmt.Fprintln(stdout, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.")
+		if o.throttle.v >= 0 {
+			moves := proposedMoveMap(active, activeTopics, entries, cur)
+			if err := modifyReassignmentThrottle(ctx, cl, moves, o.throttle.v, stdout); err != nil {
+				return err
+			}
+		}
+		if o.logDirThrottle.v >= 0 {
+			if err := modifyLogDirThrottle(ctx, cl, nil, o.logDirThrottle.v, stdout); err != nil {
+				return err
+			}
+		}
+	}
 	errs, err := alterReassignments(ctx, cl, entries, false)
 	if err != nil {
 		return err
@@ -313,24 +381,31 @@ func sortedKeysStr[V any](m map[string]V) []string {
 
 // listReassignments returns the in-flight reassignments by "topic-partition".
 func listReassignments(ctx context.Context, cl *kgo.Client) (map[string]kmsg.ListPartitionReassignmentsResponseTopicPartition, error) {
+	out, _, err := listReassignmentsWithTopics(ctx, cl)
+	return out, err
+}
+
+// listReassignmentsWithTopics also returns each one's topic by "topic-partition".
+func listReassignmentsWithTopics(ctx context.Context, cl *kgo.Client) (map[string]kmsg.ListPartitionReassignmentsResponseTopicPartition, map[string]string, error) {
 	req := kmsg.NewPtrListPartitionReassignmentsRequest()
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := kafkaErr(resp.ErrorCode, resp.ErrorMessage); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]kmsg.ListPartitionReassignmentsResponseTopicPartition{}
+	out, topics := map[string]kmsg.ListPartitionReassignmentsResponseTopicPartition{}, map[string]string{}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			out[fmt.Sprintf("%s-%d", t.Topic, p.Partition)] = p
+			name := fmt.Sprintf("%s-%d", t.Topic, p.Partition)
+			out[name], topics[name] = p, t.Topic
 		}
 	}
-	return out, nil
+	return out, topics, nil
 }
 
-func reassignVerify(ctx context.Context, cl *kgo.Client, entries []reassignEntry, stdout io.Writer) error {
+func reassignVerify(ctx context.Context, cl *kgo.Client, entries []reassignEntry, preserveThrottles bool, stdout io.Writer) error {
 	active, err := listReassignments(ctx, cl)
 	if err != nil {
 		return err
@@ -358,6 +433,13 @@ func reassignVerify(ctx context.Context, cl *kgo.Client, entries []reassignEntry
 				name, joinIDs(reps), joinIDs(e.Replicas))
 		}
 	}
+	// With no reassignment left anywhere in the cluster, every throttle goes: Kafka cannot
+	// tell which brokers earlier moves involved.
+	if len(active) == 0 && !preserveThrottles {
+		if err := clearAllThrottles(ctx, cl, entries, stdout); err != nil {
+			return err
+		}
+	}
 	if incomplete {
 		return errors.New("some reassignments are not complete")
 	}
@@ -376,7 +458,7 @@ func equalIDs(a, b []int32) bool {
 	return true
 }
 
-func reassignCancel(ctx context.Context, cl *kgo.Client, entries []reassignEntry, stdout io.Writer) error {
+func reassignCancel(ctx context.Context, cl *kgo.Client, entries []reassignEntry, preserveThrottles bool, stdout io.Writer) error {
 	errs, err := alterReassignments(ctx, cl, entries, true)
 	if err != nil {
 		return err
@@ -396,6 +478,9 @@ func reassignCancel(ctx context.Context, cl *kgo.Client, entries []reassignEntry
 			lines = append(lines, fmt.Sprintf("%s: %v", n, errs[n]))
 		}
 		return fmt.Errorf("Error cancelling partition reassignment(s):\n%s", strings.Join(lines, "\n"))
+	}
+	if !preserveThrottles {
+		return clearAllThrottles(ctx, cl, entries, stdout)
 	}
 	return nil
 }
