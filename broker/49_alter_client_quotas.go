@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-kafka/samsa/internal/javafmt"
 	"github.com/samsa-kafka/samsa/zkmeta"
 )
 
@@ -209,7 +210,7 @@ func alterEntityQuotas(zk *zkmeta.Client, e *kmsg.AlterClientQuotasRequestEntry,
 		}
 		switch kt {
 		case quotaTypeDouble:
-			props[op.Key] = javaDoubleString(op.Value)
+			props[op.Key] = javafmt.Double(op.Value)
 		case quotaTypeLong, quotaTypeInt:
 			const epsilon = 1e-6
 			var n int64
@@ -298,36 +299,4 @@ func saturatingInt32(f float64) int32 {
 		return math.MinInt32
 	}
 	return int32(f)
-}
-
-// javaDoubleString is Java's Double.toString, how Kafka stores a DOUBLE quota: plain
-// decimal with at least one fractional digit for 1e-3 <= |v| < 1e7, else "d.dddE<n>".
-func javaDoubleString(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "Infinity"
-	case math.IsInf(v, -1):
-		return "-Infinity"
-	case v == 0:
-		if math.Signbit(v) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	if abs := math.Abs(v); abs >= 1e-3 && abs < 1e7 {
-		s := strconv.FormatFloat(v, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	s := strconv.FormatFloat(v, 'e', -1, 64) // e.g. 1.5e+07
-	mant, exp, _ := strings.Cut(s, "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	n, _ := strconv.Atoi(exp)
-	return mant + "E" + strconv.Itoa(n)
 }

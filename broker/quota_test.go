@@ -159,16 +159,6 @@ func TestParseQuotaEntityPath(t *testing.T) {
 	}
 }
 
-func TestJavaDoubleString(t *testing.T) {
-	for v, want := range map[float64]string{
-		50: "50.0", 0.5: "0.5", 1e7: "1.0E7", 12345678: "1.2345678E7", 1e-4: "1.0E-4", 0: "0.0", 1048576: "1048576.0",
-	} {
-		if got := javaDoubleString(v); got != want {
-			t.Errorf("javaDoubleString(%v) = %q, want %q", v, got, want)
-		}
-	}
-}
-
 // The request quota applies to every API through the dispatcher: a client over its
 // request_percentage gets throttle_time_ms (capped at one window) and a muted connection;
 // cluster actions are exempt.

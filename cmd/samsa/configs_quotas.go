@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-kafka/samsa/internal/javafmt"
 	"github.com/samsa-kafka/samsa/internal/security/scramcred"
 )
 
@@ -309,7 +309,7 @@ func quotaEntityString(entity []kmsg.DescribeClientQuotasResponseEntryEntity) st
 func quotaValuesString(values []kmsg.DescribeClientQuotasResponseEntryValue) string {
 	parts := make([]string, 0, len(values))
 	for _, v := range values {
-		parts = append(parts, v.Key+"="+javaDouble(v.Value))
+		parts = append(parts, v.Key+"="+javafmt.Double(v.Value))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -361,40 +361,4 @@ func javaHashMapOrder(hashes []int32, initialCapacity int) []int {
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return bucket(hashes[idx[a]]) < bucket(hashes[idx[b]]) })
 	return idx
-}
-
-// javaDouble is Double.toString: the shortest digits that round-trip, plain between 10^-3
-// and 10^7, computerized scientific notation (1.0E7) outside.
-func javaDouble(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "Infinity"
-	case math.IsInf(v, -1):
-		return "-Infinity"
-	case v == 0:
-		if math.Signbit(v) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	sign := ""
-	if v < 0 {
-		sign, v = "-", -v
-	}
-	if v >= 1e-3 && v < 1e7 {
-		s := strconv.FormatFloat(v, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return sign + s
-	}
-	s := strconv.FormatFloat(v, 'e', -1, 64) // d[.ddd]e±xx
-	mant, exp, _ := strings.Cut(s, "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	e, _ := strconv.Atoi(exp)
-	return sign + mant + "E" + strconv.Itoa(e)
 }
