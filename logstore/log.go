@@ -653,7 +653,7 @@ func (l *Log) RenameDir(newDir string) error {
 	}
 	l.dir = newDir
 	for _, s := range l.segments() {
-		s.dir = newDir
+		s.loc.Store(&segmentLoc{dir: newDir, suffix: s.loc.Load().suffix})
 		s.offsetIdx.path = s.indexPath()
 		s.timeIdx.path = s.timePath()
 		s.txnIdx.setPath(s.txnPath())

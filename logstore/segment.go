@@ -68,10 +68,12 @@ func OffsetFromFileName(name string) (int64, bool) {
 
 // Segment is one log segment.
 type Segment struct {
-	fs         FS
-	dir        string
+	fs FS
+	// loc is the folder and file suffix ("" normally, ".cleaned" for cleaner output): both
+	// change by rename (RenameDir, changeSuffix) while readers such as Log.Segments build
+	// paths from a snapshot of the segment list without the log's lock, so it is swapped whole.
+	loc        atomic.Pointer[segmentLoc]
 	baseOffset int64
-	suffix     string // "" normally, ".cleaned" for cleaner output
 	log        File
 	osFile     *os.File
 	offsetIdx  *OffsetIndex
@@ -111,10 +113,25 @@ func (s *Segment) TimeIndex() *TimeIndex     { return s.timeIdx }
 // File is the open .log file, for positional reads.
 func (s *Segment) File() *os.File { return s.osFile }
 
-func (s *Segment) logPath() string   { return LogFileName(s.dir, s.baseOffset) + s.suffix }
-func (s *Segment) indexPath() string { return IndexFileName(s.dir, s.baseOffset) + s.suffix }
-func (s *Segment) timePath() string  { return TimeIndexFileName(s.dir, s.baseOffset) + s.suffix }
-func (s *Segment) txnPath() string   { return TxnIndexFileName(s.dir, s.baseOffset) + s.suffix }
+// segmentLoc is where a segment's files are: its folder and their suffix.
+type segmentLoc struct{ dir, suffix string }
+
+func (s *Segment) logPath() string {
+	l := s.loc.Load()
+	return LogFileName(l.dir, s.baseOffset) + l.suffix
+}
+func (s *Segment) indexPath() string {
+	l := s.loc.Load()
+	return IndexFileName(l.dir, s.baseOffset) + l.suffix
+}
+func (s *Segment) timePath() string {
+	l := s.loc.Load()
+	return TimeIndexFileName(l.dir, s.baseOffset) + l.suffix
+}
+func (s *Segment) txnPath() string {
+	l := s.loc.Load()
+	return TxnIndexFileName(l.dir, s.baseOffset) + l.suffix
+}
 
 type segmentOptions struct {
 	fs            FS
@@ -131,8 +148,9 @@ type segmentOptions struct {
 // openSegment opens (or creates) a segment's files. Its size is the .log length; call
 // recover to validate it, or loadFromIndexes when it is known good.
 func openSegment(o segmentOptions) (*Segment, error) {
-	s := &Segment{fs: o.fs, dir: o.dir, baseOffset: o.baseOffset, suffix: o.suffix,
+	s := &Segment{fs: o.fs, baseOffset: o.baseOffset,
 		rollJitterMs: o.rollJitterMs, indexIntervalBytes: int64(o.indexInterval), indexesSized: o.indexBytes > 0}
+	s.loc.Store(&segmentLoc{dir: o.dir, suffix: o.suffix})
 	flag := os.O_RDWR
 	if o.create {
 		flag |= os.O_CREATE
@@ -498,7 +516,7 @@ func (s *Segment) changeSuffix(newSuffix string) error {
 	oldLog, oldIdx, oldTime := s.logPath(), s.indexPath(), s.timePath()
 	s.offsetIdx.unmapOnly()
 	s.timeIdx.unmapOnly()
-	s.suffix = newSuffix
+	s.loc.Store(&segmentLoc{dir: s.loc.Load().dir, suffix: newSuffix})
 	for _, p := range [][2]string{{oldLog, s.logPath()}, {oldIdx, s.indexPath()}, {oldTime, s.timePath()}} {
 		if err := s.fs.Rename(p[0], p[1]); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("%w: rename %s: %v", ErrKafkaStorage, p[0], err)
