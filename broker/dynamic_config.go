@@ -260,8 +260,75 @@ func (d *DynamicBrokerConfig) Validate(props map[string]string, perBroker bool) 
 	} else {
 		next.dynDefault = props
 	}
-	_, _, err := d.processReconfiguration(next, true)
-	return err
+	if _, _, err := d.processReconfiguration(next, true); err != nil {
+		return err
+	}
+	current := l.dynDefault
+	if perBroker {
+		current = l.dynBroker
+	}
+	return d.checkAppliedLive(props, current)
+}
+
+// readLiveConfigs are dynamic keys that code reads from Current() at the moment of use, so
+// a change applies without a Reconfigurable.
+var readLiveConfigs = map[string]bool{
+	"transaction.partition.verification.enable": true,
+}
+
+// checkAppliedLive refuses the keys an update sets or changes that Kafka updates at runtime
+// but samsa cannot yet (no Reconfigurable applies them and nothing reads them live: adding
+// listeners, SASL settings, metric reporters...). Accepting them would leave the stored value
+// and the broker's behaviour out of step until a restart. Keys Kafka does not define are
+// custom configs and pass, as in Kafka; removing a key is always allowed. Called with d.mu held.
+func (d *DynamicBrokerConfig) checkAppliedLive(props, current map[string]string) error {
+	live := map[string]bool{}
+	for _, r := range d.reconfigurables {
+		for _, k := range r.ReconfigurableConfigs() {
+			live[k] = true
+		}
+	}
+	var refused []string
+	for k, v := range props {
+		if cv, ok := current[k]; ok && cv == v {
+			continue // unchanged: stored before, perhaps by Kafka itself
+		}
+		if live[k] || readLiveConfigs[k] {
+			continue
+		}
+		base, prefixed := config.ListenerConfigBase(k)
+		if !prefixed {
+			base = k
+		} else if !d.hasListener(k) {
+			continue // for a listener this broker does not have: inert here, as in Kafka
+		}
+		_, known := config.Lookup(base)
+		if _, mechKey, ok := strings.Cut(base, "."); !known && ok {
+			_, known = config.Lookup(mechKey) // listener.name.<l>.<mechanism>.sasl.jaas.config
+		}
+		_, dynOnly := config.LookupDynamicOnly(base)
+		if !known && !dynOnly {
+			continue
+		}
+		refused = append(refused, k)
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("samsa cannot apply these configs without a restart yet; set them in the broker's config file: %s", config.ScalaSet(refused))
+	}
+	return nil
+}
+
+// hasListener reports whether the listener a listener.name.<l>.* key names is one of this
+// broker's listeners.
+func (d *DynamicBrokerConfig) hasListener(key string) bool {
+	rest := strings.TrimPrefix(key, "listener.name.")
+	name, _, _ := strings.Cut(rest, ".")
+	for _, l := range d.current.Load().Listeners {
+		if strings.EqualFold(l.Name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // FromPersistentProps is fromPersistentProps: the stored form of a layer as it applies,

@@ -146,6 +146,14 @@ func TestDynamicBrokerConfigValidate(t *testing.T) {
 			"Cannot update these configs at default cluster level, broker id must be specified: Set(listeners)"},
 		// Rules across keys of the static file apply to the merged configuration.
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:1"}, true, "PLAINTEXT"},
+		// Dynamic in Kafka, but nothing in samsa applies them live: refused, not stored.
+		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0"}, true,
+			"samsa cannot apply these configs without a restart yet; set them in the broker's config file: Set(listeners)"},
+		{map[string]string{"listener.name.plaintext.plain.sasl.jaas.config": "x"}, true, "Set(listener.name.plaintext.plain.sasl.jaas.config)"},
+		{map[string]string{"listener.name.other.plain.sasl.jaas.config": "x"}, true, ""},
+		{map[string]string{"metric.reporters": "a.B"}, false, "Set(metric.reporters)"},
+		{map[string]string{"transaction.partition.verification.enable": "false"}, false, ""},
+		{map[string]string{"my.custom.key": "1"}, false, ""},
 	} {
 		err := d.Validate(tc.props, tc.perBroker)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

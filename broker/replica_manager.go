@@ -800,12 +800,17 @@ type codedError struct {
 func (e *codedError) Error() string { return e.msg }
 func (e *codedError) Unwrap() error { return e.code }
 
-// transactionVerificationEnabled is transaction.partition.verification.enable (default true).
+// transactionVerificationEnabled is transaction.partition.verification.enable (default true),
+// read from the current configuration so a dynamic change applies at once.
 func (rm *ReplicaManager) transactionVerificationEnabled() bool {
-	if rm.cfg.Config == nil {
+	cfg := rm.cfg.Config
+	if rm.cfg.DynamicConfig != nil {
+		cfg = rm.cfg.DynamicConfig.Current()
+	}
+	if cfg == nil {
 		return true
 	}
-	return propBool(rm.cfg.Config.Props, "transaction.partition.verification.enable", true)
+	return propBool(cfg.Props, "transaction.partition.verification.enable", true)
 }
 
 // MaybeStartTransactionVerificationForPartition (ReplicaManager's method of that name, used
