@@ -304,8 +304,11 @@ func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _
 
 // TestClientQuotasMeasured runs a producer at producer_byte_rate 1 MiB/s, a consumer at
 // consumer_byte_rate 2 MiB/s and an unlimited producer side by side, measures what each
-// achieves, then raises the producer's quota while it runs. quota.window.num is 2 (a 1-2 s
-// rate window), so throttle cycles are short and a 12 s run holds several.
+// achieves, then raises the producer's quota while it runs. quota.window.num is 3 (a 2-3 s
+// rate window), so throttle cycles are short and a 20 s run holds several. Not 2: with 2
+// samples the window shrinks by a second when the first sample rotates, so the fetch that
+// meets the rotation (unrecorded, as in Kafka) waits a whole window; the consumer lost a
+// fetch or more per 2 s cycle (-12% to -26% under load), as it would against Kafka.
 func TestClientQuotasMeasured(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures rates over several seconds")
@@ -314,9 +317,9 @@ func TestClientQuotasMeasured(t *testing.T) {
 		produceQuota = 1 << 20
 		fetchQuota   = 2 << 20
 		warmup       = 2 * time.Second
-		window       = 12 * time.Second
+		window       = 20 * time.Second
 	)
-	b := startTestBroker(t, testChroot(t), map[string]string{"quota.window.num": "2"})
+	b := startTestBroker(t, testChroot(t), map[string]string{"quota.window.num": "3"})
 	waitController(t, b)
 	addr := b.Addr("PLAINTEXT")
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -362,10 +365,11 @@ func TestClientQuotasMeasured(t *testing.T) {
 		}
 	}
 
-	// Data for the consumer, loaded by an unlimited client.
+	// Data for the consumer, loaded by an unlimited client: more than it may read in the
+	// warmup and the window together.
 	var loaded rateMeter
 	loader := producer("q-loader", "q-fetch", &throttleHook{})
-	run(loader, &loaded, 48<<20)
+	run(loader, &loaded, 56<<20)
 	if err := loader.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
