@@ -75,7 +75,7 @@ type Broker struct {
 	apis      *APIs
 	admin     *adminState
 	ctrl      *controller.Controller
-	listeners []*boundListener
+	listeners []*boundListener      // guarded by listenersMu once Start returned (dynamic_listeners.go)
 	scram     *scramCredentialCache // SCRAM credentials of /config/users (scram_credentials.go)
 	// dynConfig is the configuration in force: static file + /config/brokers (dynamic_config.go).
 	dynConfig *DynamicBrokerConfig
@@ -102,6 +102,11 @@ type Broker struct {
 	err  error
 
 	debug *debugServer // samsa.debug.listener (pprof); nil when off (debug.go)
+
+	// listenersMu guards listeners, which dynamic listener updates change at runtime;
+	// listenersClosed stops them adding any once shutdown has begun.
+	listenersMu     sync.RWMutex
+	listenersClosed bool
 }
 
 // New validates what start-up needs and returns a broker that is not started.
@@ -152,6 +157,8 @@ func (b *Broker) Err() error {
 // Addr returns the dialable address of a listener after Start ("127.0.0.1:PORT" for a
 // listener bound to all interfaces), or "" if there is no such listener.
 func (b *Broker) Addr(listenerName string) string {
+	b.listenersMu.RLock()
+	defer b.listenersMu.RUnlock()
 	for _, l := range b.listeners {
 		if l.cfg.Name == listenerName {
 			host := l.cfg.Host
@@ -395,28 +402,14 @@ func (b *Broker) start(ctx context.Context) error {
 
 	// Listeners: bind all first so a port clash fails start-up before anything is registered.
 	for _, l := range cfg.Listeners {
-		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
+		bl, err := bindListener(l, secs[l.Name])
 		if err != nil {
-			return fmt.Errorf("listen on %s://%s:%d: %w", l.Name, l.Host, l.Port, err)
+			return err
 		}
-		bl := &boundListener{cfg: l, ln: ln, port: int32(ln.Addr().(*net.TCPAddr).Port), sec: secs[l.Name]}
 		b.listeners = append(b.listeners, bl)
 	}
-	maxReq := cfg.SocketRequestMaxBytes
-	if maxReq <= 0 {
-		maxReq = 104857600
-	}
 	for _, bl := range b.listeners {
-		bl.server = NewSocketServer(bl.ln, bl.cfg.Name, b.apis, maxReq, log.WithField("listener", bl.cfg.Name))
-		bl.server.Security = bl.sec
-		bl.server.Quotas = connQuotas
-		b.wg.Add(1)
-		go func(s *SocketServer) {
-			defer b.wg.Done()
-			if err := s.Serve(b.runCtx); err != nil && b.runCtx.Err() == nil {
-				log.WithError(err).Error("socket server stopped")
-			}
-		}(bl.server)
+		b.serveListener(bl, cfg, connQuotas)
 	}
 
 	// Components that apply dynamic configs live (DynamicBrokerConfig.addReconfigurables),
@@ -425,6 +418,7 @@ func (b *Broker) start(ctx context.Context) error {
 		b.dynConfig.AddReconfigurable(r)
 	}
 	b.dynConfig.AddReconfigurable(connQuotas)
+	b.dynConfig.AddReconfigurable(&dynamicListenerConfig{b: b, quotas: connQuotas, log: log.WithField("component", "dynamic.config")})
 
 	// Registration. Subscribe to session events first so no expiry is missed.
 	sessionEvents := zk.SessionEvents()
@@ -465,9 +459,16 @@ func (b *Broker) topicConfigOrNil(topic string) map[string]string {
 // replaced by the bound port of the listener of the same name and an empty host by this
 // machine's name, as Kafka's EndPoint resolution does.
 func (b *Broker) advertisedEndpoints() []zkmeta.Endpoint {
-	adv := b.cfg.AdvertisedListeners
+	return b.endpointsFor(b.cfg)
+}
+
+// endpointsFor is advertisedEndpoints for cfg, which may be a dynamic update's.
+func (b *Broker) endpointsFor(cfg *config.Config) []zkmeta.Endpoint {
+	b.listenersMu.RLock()
+	defer b.listenersMu.RUnlock()
+	adv := cfg.AdvertisedListeners
 	if len(adv) == 0 {
-		adv = b.cfg.Listeners
+		adv = cfg.Listeners
 	}
 	out := make([]zkmeta.Endpoint, 0, len(adv))
 	for _, l := range adv {
@@ -592,9 +593,13 @@ func (b *Broker) shutdown() {
 	}
 	// Stop taking requests: close listeners and connections (in-flight handlers end first).
 	listenersDone := make(chan struct{})
+	b.listenersMu.Lock()
+	b.listenersClosed = true
+	closing := b.listeners
+	b.listenersMu.Unlock()
 	go func() {
 		defer close(listenersDone)
-		for _, bl := range b.listeners {
+		for _, bl := range closing {
 			if bl.server != nil {
 				bl.server.Close()
 			} else if bl.ln != nil {

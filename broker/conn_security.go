@@ -22,6 +22,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -62,6 +63,12 @@ type ListenerSecurity struct {
 
 	// mechs replaces SASL in tests of the state machine.
 	mechs saslMechanisms
+
+	// liveSASL and livePrincipals, when set, hold the SASL server and principal mapper in
+	// force and win over SASL and Principals: dynamic listener configs swap them for new
+	// authentications without touching open connections.
+	liveSASL       *atomic.Pointer[sasl.Server]
+	livePrincipals *atomic.Pointer[tlsconf.PrincipalMapper]
 }
 
 // Validate checks that the listener has what its protocol needs.
@@ -99,6 +106,11 @@ func (ls *ListenerSecurity) usesSASL() bool {
 func (ls *ListenerSecurity) mechanisms() saslMechanisms {
 	if ls.mechs != nil {
 		return ls.mechs
+	}
+	if ls.liveSASL != nil {
+		if srv := ls.liveSASL.Load(); srv != nil {
+			return srv
+		}
 	}
 	if ls.SASL != nil {
 		return ls.SASL
@@ -167,6 +179,9 @@ func (s *SocketServer) secureConn(ctx context.Context, raw net.Conn, idle time.D
 // sslPrincipal is Kafka's DefaultKafkaPrincipalBuilder on an SSL connection.
 func (s *SocketServer) sslPrincipal(st tls.ConnectionState) (security.Principal, error) {
 	m := s.Security.Principals
+	if lp := s.Security.livePrincipals; lp != nil && lp.Load() != nil {
+		m = lp.Load()
+	}
 	if m == nil {
 		var err error
 		if m, err = defaultPrincipalMapper(); err != nil {

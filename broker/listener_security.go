@@ -41,7 +41,6 @@ func (b *Broker) listenerSecurities() (map[string]*ListenerSecurity, error) {
 			ReauthMax:       listenerMs(props, l.Name, "connections.max.reauth.ms", 0),
 			FailedAuthDelay: listenerMs(props, l.Name, "connection.failed.authentication.delay.ms", 100),
 		}
-		var err error
 		if proto == ProtocolSSL || proto == ProtocolSASLSSL {
 			cfg, err := tlsconf.ServerConfig(props, l.Name)
 			if err != nil {
@@ -52,11 +51,15 @@ func (b *Broker) listenerSecurities() (map[string]*ListenerSecurity, error) {
 			r := newServerTLSReloader(l.Name, cfg, props)
 			reloaders[l.Name] = r
 			ls.TLS = r.serverConfig()
-		}
-		if proto == ProtocolSSL {
-			// The certificate names the principal only on SSL; on SASL_SSL SASL does.
-			if ls.Principals, err = tlsconf.PrincipalMapperFor(props, l.Name); err != nil {
-				return nil, listenerError(l, err)
+			if proto == ProtocolSSL {
+				// The certificate names the principal only on SSL; on SASL_SSL SASL does.
+				m, err := tlsconf.PrincipalMapperFor(props, l.Name)
+				if err != nil {
+					return nil, listenerError(l, err)
+				}
+				r.mapsPrincipals = true
+				r.principals.Store(m)
+				ls.livePrincipals = &r.principals
 			}
 		}
 		if proto == ProtocolSASLPlaintext || proto == ProtocolSASLSSL {
@@ -64,7 +67,9 @@ func (b *Broker) listenerSecurities() (map[string]*ListenerSecurity, error) {
 			if err != nil {
 				return nil, listenerError(l, err)
 			}
-			ls.SASL = srv
+			// Held behind a pointer so a dynamic JAAS or mechanism change can swap it.
+			ls.liveSASL = new(atomic.Pointer[sasl.Server])
+			ls.liveSASL.Store(srv)
 		}
 		if err := ls.Validate(); err != nil {
 			return nil, listenerError(l, err)
@@ -83,6 +88,15 @@ var sslReconfigurableKeys = []string{
 	tlsconf.KeyKeystoreCertificateChain, tlsconf.KeyKeystoreKey, tlsconf.KeyTruststoreCertificates,
 }
 
+// sslListenerKeys are the other ssl.* settings of a listener that apply live, by rebuilding
+// its server configuration (and principal mapper) for new handshakes, as Kafka's
+// DynamicListenerConfig rebuilds the listener's channel builder. Only the listener-prefixed
+// form is dynamic: broker-wide security configs are ignored in dynamic updates.
+var sslListenerKeys = []string{
+	tlsconf.KeyClientAuth, tlsconf.KeyEnabledProtocols, tlsconf.KeyCipherSuites, tlsconf.KeyProtocol,
+	tlsconf.KeyPrincipalMappingRules,
+}
+
 // serverTLSReloader is one TLS listener's SslFactory as a reconfigurable: the configuration
 // new handshakes get, swapped whole when the key or trust store changes.
 type serverTLSReloader struct {
@@ -91,6 +105,11 @@ type serverTLSReloader struct {
 
 	mu       sync.Mutex // serializes reloads; guards hasTrust
 	hasTrust bool       // a trust store is configured (one cannot be added later, as in Kafka)
+
+	// On SSL listeners the certificate names the principal; principals is the mapper in
+	// force, rebuilt with the configuration.
+	mapsPrincipals bool
+	principals     atomic.Pointer[tlsconf.PrincipalMapper]
 }
 
 func newServerTLSReloader(listener string, cfg *tls.Config, props map[string]string) *serverTLSReloader {
@@ -120,44 +139,55 @@ func hasTrustStore(props map[string]string, listener string) bool {
 // store cannot be added to a listener that had none; unless ssl.allow.dn.changes the
 // certificate's distinguished name must stay, and unless ssl.allow.san.changes its subject
 // alternative names must all stay (CertificateEntries.ensureCompatible).
-func (r *serverTLSReloader) build(props map[string]string) (*tls.Config, error) {
+// The principal mapper (nil unless mapsPrincipals) must build from the new rules too.
+func (r *serverTLSReloader) build(props map[string]string) (*tls.Config, *tlsconf.PrincipalMapper, error) {
 	next, err := tlsconf.ServerConfig(props, r.listener)
 	if err != nil {
-		return nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: %w", err)
+		return nil, nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: %w", err)
+	}
+	var mapper *tlsconf.PrincipalMapper
+	if r.mapsPrincipals {
+		if mapper, err = tlsconf.PrincipalMapperFor(props, r.listener); err != nil {
+			return nil, nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: %w", err)
+		}
 	}
 	r.mu.Lock()
 	hadTrust := r.hasTrust
 	r.mu.Unlock()
 	if !hadTrust && hasTrustStore(props, r.listener) {
-		return nil, errors.New("Validation of dynamic config update of SSLFactory failed: Cannot add SSL truststore to an existing listener for which no truststore was configured.")
+		return nil, nil, errors.New("Validation of dynamic config update of SSLFactory failed: Cannot add SSL truststore to an existing listener for which no truststore was configured.")
 	}
 	oldLeaf, newLeaf := leafOf(r.cur.Load()), leafOf(next)
 	if oldLeaf != nil && newLeaf != nil {
 		if !listenerBool(props, r.listener, "ssl.allow.dn.changes") &&
 			oldLeaf.Subject.String() != newLeaf.Subject.String() &&
 			!strings.EqualFold(oldLeaf.Subject.String(), newLeaf.Subject.String()) {
-			return nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: Keystore DistinguishedName does not match:  existing={DN=%s}, new={DN=%s}",
+			return nil, nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: Keystore DistinguishedName does not match:  existing={DN=%s}, new={DN=%s}",
 				oldLeaf.Subject, newLeaf.Subject)
 		}
 		if !listenerBool(props, r.listener, "ssl.allow.san.changes") {
 			if missing := missingSANs(oldLeaf, newLeaf); len(missing) > 0 {
-				return nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: Keystore SubjectAltNames do not match:  existing={SAN=%v}, new={SAN=%v}",
+				return nil, nil, fmt.Errorf("Validation of dynamic config update of SSLFactory failed: Keystore SubjectAltNames do not match:  existing={SAN=%v}, new={SAN=%v}",
 					sanList(oldLeaf), sanList(newLeaf))
 			}
 		}
 	}
-	return next, nil
+	return next, mapper, nil
 }
 
 // reload swaps in the configuration props give; open connections keep their session.
 func (r *serverTLSReloader) reload(props map[string]string) error {
-	next, err := r.build(props)
+	next, mapper, err := r.build(props)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	r.hasTrust = hasTrustStore(props, r.listener)
 	r.mu.Unlock()
+	// The mapper goes first: a handshake on the new configuration maps with the new rules.
+	if mapper != nil {
+		r.principals.Store(mapper)
+	}
 	r.cur.Store(next)
 	return nil
 }
@@ -285,5 +315,10 @@ func interBrokerJAAS(props map[string]string, listener, mechanism string) (sasl.
 // saslServer is the SASL server of one listener, with SCRAM credentials from the cache of
 // /config/users.
 func (b *Broker) saslServer(listener string) (*sasl.Server, error) {
-	return sasl.NewServer(sasl.Config{Props: b.cfg.Props, Listener: listener, Credentials: b.scram})
+	return b.saslServerFrom(b.cfg.Props, listener)
+}
+
+// saslServerFrom builds a listener's SASL server from props (start-up or a dynamic update).
+func (b *Broker) saslServerFrom(props map[string]string, listener string) (*sasl.Server, error) {
+	return sasl.NewServer(sasl.Config{Props: props, Listener: listener, Credentials: b.scram})
 }

@@ -15,19 +15,25 @@ package broker
 //     network processor or scheduler pools (a goroutine serves each connection; background
 //     tasks have their own goroutines), so num.io.threads, num.network.threads and
 //     background.threads are validated as Kafka does, stored and otherwise have no effect.
-//   - listenerTLSReconfigurable (a listener's SslFactory): new key and trust stores for new
-//     handshakes; open connections are kept.
+//   - listenerTLSReconfigurable (a listener's SslFactory and SslChannelBuilder): new key and
+//     trust stores, and the listener's ssl.client.auth, protocols, cipher suites and principal
+//     mapping rules, for new handshakes; open connections are kept.
+//   - listenerSASLReconfigurable (SaslChannelBuilder): the listener's enabled mechanisms and
+//     JAAS entries (PLAIN users...) for new authentications; open sessions are kept.
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/samsa-kafka/samsa/controller"
 	"github.com/samsa-kafka/samsa/internal/config"
+	"github.com/samsa-kafka/samsa/internal/security/sasl"
 	"github.com/samsa-kafka/samsa/logstore"
 )
 
@@ -52,6 +58,14 @@ func (b *Broker) reconfigurables() []Reconfigurable {
 	sort.Strings(names)
 	for _, name := range names {
 		rs = append(rs, &listenerTLSReconfigurable{r: b.tlsReloaders[name], log: log.WithField("listener", name)})
+	}
+	b.listenersMu.RLock()
+	defer b.listenersMu.RUnlock()
+	for _, l := range b.listeners {
+		if l.sec != nil && l.sec.liveSASL != nil {
+			rs = append(rs, &listenerSASLReconfigurable{listener: l.cfg.Name, cur: l.sec.liveSASL,
+				build: b.saslServerFrom, log: log.WithField("listener", l.cfg.Name)})
+		}
 	}
 	return rs
 }
@@ -322,29 +336,72 @@ type listenerTLSReconfigurable struct {
 }
 
 // ReconfigurableConfigs are the store keys under the listener's prefix (the way Kafka
-// takes them per broker) and unprefixed.
+// takes them per broker) and unprefixed, and the listener's other ssl.* settings.
 func (l *listenerTLSReconfigurable) ReconfigurableConfigs() []string {
-	out := make([]string, 0, 2*len(sslReconfigurableKeys))
+	prefix := config.ListenerPrefix(l.r.listener)
+	out := make([]string, 0, 2*len(sslReconfigurableKeys)+len(sslListenerKeys))
 	for _, k := range sslReconfigurableKeys {
-		out = append(out, config.ListenerPrefix(l.r.listener)+k, k)
+		out = append(out, prefix+k, k)
+	}
+	for _, k := range sslListenerKeys {
+		out = append(out, prefix+k)
 	}
 	return out
 }
 
-// ValidateReconfiguration loads the new stores and checks them against the current ones.
+// ValidateReconfiguration builds the new configuration (stores, client auth, protocols,
+// cipher suites, principal mapping) and checks the stores against the current ones.
 func (l *listenerTLSReconfigurable) ValidateReconfiguration(newCfg *config.Config) error {
-	_, err := l.r.build(newCfg.Props)
+	_, _, err := l.r.build(newCfg.Props)
 	return err
 }
 
-// Reconfigure swaps the stores in; handshakes from now on use them, open connections stay.
-// The stores are read again even when their locations did not change (Kafka reloads a key
-// store file updated in place).
+// Reconfigure swaps the new configuration in; handshakes from now on use it, open
+// connections stay. The stores are read again even when their locations did not change
+// (Kafka reloads a key store file updated in place).
 func (l *listenerTLSReconfigurable) Reconfigure(_, newCfg *config.Config) {
 	if err := l.r.reload(newCfg.Props); err != nil {
 		// Validated just before; a file changed in between. Keep serving the old stores.
-		l.log.WithError(err).Error("could not reload the listener's SSL stores; keeping the current ones")
+		l.log.WithError(err).Error("could not reload the listener's SSL configuration; keeping the current one")
 		return
 	}
-	l.log.Info("reloaded the listener's SSL key and trust stores")
+	l.log.Info("reloaded the listener's SSL configuration")
+}
+
+// listenerSASLReconfigurable is one SASL listener's SaslChannelBuilder as a reconfigurable:
+// the SASL server new authentications (and re-authentications) start on.
+type listenerSASLReconfigurable struct {
+	listener string
+	cur      *atomic.Pointer[sasl.Server]
+	build    func(props map[string]string, listener string) (*sasl.Server, error)
+	log      *logrus.Entry
+}
+
+// ReconfigurableConfigs are the listener-prefixed sasl.enabled.mechanisms and the JAAS
+// entry of every mechanism samsa serves.
+func (l *listenerSASLReconfigurable) ReconfigurableConfigs() []string {
+	prefix := config.ListenerPrefix(l.listener)
+	out := []string{prefix + "sasl.enabled.mechanisms"}
+	for _, m := range sasl.SupportedMechanisms() {
+		out = append(out, prefix+strings.ToLower(m)+".sasl.jaas.config")
+	}
+	return out
+}
+
+// ValidateReconfiguration builds the new server, with the start-up checks (every enabled
+// mechanism needs its JAAS entry with the right login module).
+func (l *listenerSASLReconfigurable) ValidateReconfiguration(newCfg *config.Config) error {
+	_, err := l.build(newCfg.Props, l.listener)
+	return err
+}
+
+// Reconfigure swaps the new server in; authenticated connections keep their sessions.
+func (l *listenerSASLReconfigurable) Reconfigure(_, newCfg *config.Config) {
+	srv, err := l.build(newCfg.Props, l.listener)
+	if err != nil {
+		l.log.WithError(err).Error("could not rebuild the listener's SASL server; keeping the current one")
+		return
+	}
+	l.cur.Store(srv)
+	l.log.WithField("mechanisms", srv.Mechanisms()).Info("reloaded the listener's SASL configuration")
 }

@@ -231,8 +231,16 @@ func (c *Client) UpdateBrokerInfo(info BrokerInfo) error {
 	if info.Timestamp == 0 {
 		info.Timestamp = c.now().UnixMilli()
 	}
-	_, err := c.Set(BrokerIDPath(info.ID), EncodeBrokerInfo(info), -1)
-	return err
+	if _, err := c.Set(BrokerIDPath(info.ID), EncodeBrokerInfo(info), -1); err != nil {
+		return err
+	}
+	// A re-registration after session expiry must carry the new endpoints, not the first ones.
+	c.mu.Lock()
+	if c.mu.registered != nil && c.mu.registered.ID == info.ID {
+		c.mu.registered = &info
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 // GetBroker reads one registration, with Epoch = czxid. ErrNoNode if not registered.
