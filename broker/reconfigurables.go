@@ -20,6 +20,10 @@ package broker
 //     mapping rules, for new handshakes; open connections are kept.
 //   - listenerSASLReconfigurable (SaslChannelBuilder): the listener's enabled mechanisms and
 //     JAAS entries (PLAIN users...) for new authentications; open sessions are kept.
+//   - producerStateReconfigurable (ProducerStateManagerConfig): producer.id.expiration.ms for
+//     every log's next producer expiry check.
+//   - interBrokerSASLReconfigurable (DynamicListenerConfig's inter-broker mechanism): the
+//     shared inter-broker dialer logs in to peers with the new mechanism on new connections.
 
 import (
 	"fmt"
@@ -28,11 +32,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sirupsen/logrus"
+	kclientsasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/samsa-kafka/samsa/controller"
 	"github.com/samsa-kafka/samsa/internal/config"
+	"github.com/samsa-kafka/samsa/internal/kclient"
 	"github.com/samsa-kafka/samsa/internal/security/sasl"
 	"github.com/samsa-kafka/samsa/logstore"
 )
@@ -50,6 +57,8 @@ func (b *Broker) reconfigurables() []Reconfigurable {
 		&dynamicLogConfig{logs: b.logs, ctrl: b.ctrl, log: log},
 		&logCleanerReconfigurable{logs: b.logs},
 		newDynamicThreadPool(cur, b.replicas, b.logs, log),
+		&producerStateReconfigurable{logs: b.logs},
+		&interBrokerSASLReconfigurable{b: b, log: log},
 	}
 	names := make([]string, 0, len(b.tlsReloaders))
 	for name := range b.tlsReloaders {
@@ -404,4 +413,111 @@ func (l *listenerSASLReconfigurable) Reconfigure(_, newCfg *config.Config) {
 	}
 	l.cur.Store(srv)
 	l.log.WithField("mechanisms", srv.Mechanisms()).Info("reloaded the listener's SASL configuration")
+}
+
+// producerStateReconfigurable is ProducerStateManagerConfig as a reconfigurable.
+type producerStateReconfigurable struct{ logs *logstore.Manager }
+
+func (p *producerStateReconfigurable) ReconfigurableConfigs() []string {
+	return []string{"producer.id.expiration.ms"}
+}
+
+// producerIDExpirationMs reads producer.id.expiration.ms (1 day when unset).
+func producerIDExpirationMs(c *config.Config) (int64, error) {
+	v, ok := c.Props["producer.id.expiration.ms"]
+	if !ok {
+		return logstore.DefaultProducerIDExpirationMs, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("Invalid value %s for configuration producer.id.expiration.ms: Not a number of type LONG", v)
+	}
+	return n, nil
+}
+
+// ValidateReconfiguration is ProducerStateManagerConfig.validateReconfiguration (the
+// config's own bound, at least 1, included).
+func (p *producerStateReconfigurable) ValidateReconfiguration(newCfg *config.Config) error {
+	n, err := producerIDExpirationMs(newCfg)
+	if err != nil {
+		return err
+	}
+	if n < 1 {
+		return fmt.Errorf("producer.id.expiration.ms cannot be less than 1, current value is %d", n)
+	}
+	return nil
+}
+
+func (p *producerStateReconfigurable) Reconfigure(_, newCfg *config.Config) {
+	if n, err := producerIDExpirationMs(newCfg); err == nil && n > 0 && p.logs != nil {
+		p.logs.SetProducerIDExpiration(time.Duration(n) * time.Millisecond)
+	}
+}
+
+// interBrokerSASLReconfigurable switches the inter-broker dialer's SASL mechanism.
+type interBrokerSASLReconfigurable struct {
+	b   *Broker
+	log *logrus.Entry
+}
+
+func (r *interBrokerSASLReconfigurable) ReconfigurableConfigs() []string {
+	return []string{"sasl.mechanism.inter.broker.protocol"}
+}
+
+// interBrokerSASL reports the inter-broker listener and whether it uses SASL.
+func (r *interBrokerSASLReconfigurable) interBrokerSASL() (string, bool) {
+	name := r.b.cfg.InterBrokerListenerName
+	if name == "" {
+		name = ProtocolPlaintext
+	}
+	proto := r.b.cfg.ListenerSecurityProtocolMap[name]
+	return name, proto == ProtocolSASLPlaintext || proto == ProtocolSASLSSL
+}
+
+// build makes the new mechanism as interBrokerDialer does, after Kafka's check that the
+// inter-broker listener enables it. Nil when inter-broker traffic does not use SASL.
+func (r *interBrokerSASLReconfigurable) build(props map[string]string) (kclientsasl.Mechanism, error) {
+	name, isSASL := r.interBrokerSASL()
+	if !isSASL {
+		return nil, nil
+	}
+	mech := strings.TrimSpace(props["sasl.mechanism.inter.broker.protocol"])
+	if mech == "" {
+		mech = "GSSAPI"
+	}
+	srv, err := r.b.saslServerFrom(props, name)
+	if err != nil {
+		return nil, err
+	}
+	if !srv.Enabled(mech) {
+		return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms of the inter-broker listener %s (%v) when SASL is used for inter-broker communication", name, srv.Mechanisms())
+	}
+	entry, err := interBrokerJAAS(props, name, mech)
+	if err != nil {
+		return nil, fmt.Errorf("inter-broker listener %s: %w", name, err)
+	}
+	m, err := kclient.MechanismFromJAAS(mech, entry.LoginModule, entry.Options, nil)
+	if err != nil {
+		return nil, fmt.Errorf("inter-broker listener %s: sasl.mechanism.inter.broker.protocol %s: %w", name, mech, err)
+	}
+	return m, nil
+}
+
+func (r *interBrokerSASLReconfigurable) ValidateReconfiguration(newCfg *config.Config) error {
+	_, err := r.build(newCfg.Props)
+	return err
+}
+
+// Reconfigure swaps the mechanism in; connections already open stay authenticated.
+func (r *interBrokerSASLReconfigurable) Reconfigure(_, newCfg *config.Config) {
+	if _, isSASL := r.interBrokerSASL(); !isSASL || r.b.dialer == nil {
+		return
+	}
+	m, err := r.build(newCfg.Props)
+	if err != nil {
+		r.log.WithError(err).Error("could not build the new inter-broker SASL mechanism; keeping the current one")
+		return
+	}
+	r.b.dialer.SetSASL(m)
+	r.log.WithField("mechanism", m.Name()).Info("inter-broker connections now authenticate with the new SASL mechanism")
 }

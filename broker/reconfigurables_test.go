@@ -407,3 +407,89 @@ func TestSASLListenerJAASLive(t *testing.T) {
 		t.Fatalf("alice's metadata after the change: %v", err)
 	}
 }
+
+// TestInterBrokerSASLMechanismLive: with a SASL_PLAINTEXT inter-broker listener enabling
+// PLAIN and OAUTHBEARER, sasl.mechanism.inter.broker.protocol moves the broker's shared
+// dialer to OAUTHBEARER for new connections; a mechanism the listener does not enable is
+// refused.
+func TestInterBrokerSASLMechanismLive(t *testing.T) {
+	b := startTestBroker(t, testChroot(t), map[string]string{
+		"listeners":                                            "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"inter.broker.listener.name":                           "SASL_PLAINTEXT",
+		"sasl.mechanism.inter.broker.protocol":                 "PLAIN",
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+			`username="broker" password="broker-secret" user_broker="broker-secret";`,
+		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ` +
+			`unsecuredLoginStringClaim_sub="broker";`,
+	})
+	waitController(t, b)
+	if got := b.dialer.Mechanism().Name(); got != "PLAIN" {
+		t.Fatalf("inter-broker mechanism at start: %s", got)
+	}
+	rc := findReconfigurable[*interBrokerSASLReconfigurable](t, b)
+	// config.FromMap refuses this too; the reconfigurable must on its own.
+	notEnabled := *b.apis.config()
+	notEnabled.Props = maps.Clone(notEnabled.Props)
+	notEnabled.Props["sasl.mechanism.inter.broker.protocol"] = "SCRAM-SHA-256"
+	if err := rc.ValidateReconfiguration(&notEnabled); err == nil || !strings.Contains(err.Error(), "sasl.enabled.mechanisms") {
+		t.Fatalf("a mechanism the listener does not enable: %v", err)
+	}
+
+	adm := kadm.NewClient(kgoClient(t, b.Addr("PLAINTEXT")))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	alter := func(value string) error {
+		rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "sasl.mechanism.inter.broker.protocol", Value: &value}}, b.ID())
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+		}
+		return nil
+	}
+	adminWaitFor(t, 10*time.Second, "the broker in the metadata", func() bool {
+		m, err := adm.BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) > 0
+	})
+	if err := alter("SCRAM-SHA-256"); err == nil {
+		t.Fatal("SCRAM-SHA-256, not enabled on the inter-broker listener, accepted")
+	}
+	if got := b.dialer.Mechanism().Name(); got != "PLAIN" {
+		t.Fatalf("a refused update changed the mechanism to %s", got)
+	}
+	if err := alter("OAUTHBEARER"); err != nil {
+		t.Fatal(err)
+	}
+	// The broker applies its dynamic configs from the ZooKeeper notification.
+	adminWaitFor(t, 10*time.Second, "the dialer switches to OAUTHBEARER", func() bool {
+		return b.dialer.Mechanism().Name() == "OAUTHBEARER"
+	})
+	conn, err := b.dialer.Dial(ctx, b.Addr("SASL_PLAINTEXT"), "test")
+	if err != nil {
+		t.Fatalf("inter-broker dial with the new mechanism: %v", err)
+	}
+	conn.Close()
+}
+
+// TestProducerIDExpirationLive: producer.id.expiration.ms reaches the log manager; a value
+// below 1 is refused.
+func TestProducerIDExpirationLive(t *testing.T) {
+	b := startTestBroker(t, testChroot(t), nil)
+	waitController(t, b)
+	rc := findReconfigurable[*producerStateReconfigurable](t, b)
+	old := b.apis.config()
+	bad := *old
+	bad.Props = maps.Clone(old.Props)
+	bad.Props["producer.id.expiration.ms"] = "0"
+	if err := rc.ValidateReconfiguration(&bad); err == nil {
+		t.Fatal("producer.id.expiration.ms=0 accepted")
+	}
+	apply(t, rc, old, withProps(t, old, map[string]string{"producer.id.expiration.ms": "60000"}))
+	if got := b.logs.ProducerIDExpiration(); got != time.Minute {
+		t.Fatalf("log manager's producer id expiration: %v", got)
+	}
+}

@@ -28,6 +28,9 @@ type managerDynamic struct {
 	props atomic.Pointer[map[string]string]
 	// recoveryThreads is num.recovery.threads.per.data.dir now; 0 means the configured one.
 	recoveryThreads atomic.Int32
+	// producerIDExpirationMs is producer.id.expiration.ms now; 0 means the configured one.
+	// Every log's producer state reads it at each expiry check.
+	producerIDExpirationMs atomic.Int64
 
 	cleanerMu sync.Mutex // serializes cleaner restarts; guards the fields below
 	cleanerSt *CleanerSettings
@@ -117,6 +120,26 @@ func (m *Manager) SetRecoveryThreadsPerDir(n int) {
 	}
 	m.dyn.recoveryThreads.Store(int32(n))
 	m.log.WithField("threads", n).Info("resized recovery thread pool")
+}
+
+// SetProducerIDExpiration is ProducerStateManagerConfig.setProducerIdExpirationMs: every
+// live log's producer state, and those of logs created later, expire idle producers after
+// d from their next expiry check on.
+func (m *Manager) SetProducerIDExpiration(d time.Duration) {
+	ms := d.Milliseconds()
+	if ms <= 0 {
+		return
+	}
+	m.dyn.producerIDExpirationMs.Store(ms)
+	m.log.WithField("producer_id_expiration_ms", ms).Info("updated producer id expiration")
+}
+
+// ProducerIDExpiration is producer.id.expiration.ms as it is now.
+func (m *Manager) ProducerIDExpiration() time.Duration {
+	if ms := m.dyn.producerIDExpirationMs.Load(); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return m.cfg.ProducerIDExpiration
 }
 
 // CleanerSettings are LogCleaner's dynamic settings (Kafka's CleanerConfig).

@@ -115,6 +115,9 @@ type LogOpenOptions struct {
 	// ProducerIDExpirationCheckIntervalMs producer.id.expiration.check.interval.ms
 	// (0: Kafka's defaults, 1 day and 10 minutes).
 	ProducerIDExpirationMs, ProducerIDExpirationCheckIntervalMs int64
+	// ProducerIDExpirationLive, when set and positive, overrides ProducerIDExpirationMs at
+	// each expiry check (the manager's dynamic producer.id.expiration.ms).
+	ProducerIDExpirationLive *atomic.Int64
 }
 
 // SegmentInfo is a snapshot of one segment, for retention and the cleaner.

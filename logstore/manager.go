@@ -403,6 +403,7 @@ func (m *Manager) openOptions(dir string, tp TopicPartition, cfg LogConfig) LogO
 		},
 		ProducerIDExpirationMs:              m.cfg.ProducerIDExpiration.Milliseconds(),
 		ProducerIDExpirationCheckIntervalMs: m.cfg.ProducerIDExpirationCheckInterval.Milliseconds(),
+		ProducerIDExpirationLive:            &m.dyn.producerIDExpirationMs,
 	}
 }
 

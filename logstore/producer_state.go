@@ -48,6 +48,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 
@@ -189,6 +190,9 @@ type producerStateManager struct {
 
 	expirationMs, checkIntervalMs int64
 	lastExpiryCheckMs             int64
+	// liveExpirationMs, when positive, is a dynamic producer.id.expiration.ms replacing
+	// expirationMs; it is shared with the manager, hence atomic.
+	liveExpirationMs *atomic.Int64
 
 	// ongoing are the open transactions by first offset -> producer id (ongoingTxns).
 	ongoing map[int64]int64
@@ -678,15 +682,16 @@ func (pa *producerAppend) commit(nextOffset int64, index func(c completedTxn, ls
 // transaction (ProducerStateManager.removeExpiredProducers).
 func (m *producerStateManager) removeExpired(nowMs int64) int {
 	m.lastExpiryCheckMs = nowMs
+	exp := m.expiration()
 	n := 0
 	for pid, e := range m.producers {
-		if m.isExpired(e, nowMs) {
+		if e.currentTxnFirstOffset < 0 && nowMs-e.lastTimestamp >= exp {
 			delete(m.producers, pid)
 			n++
 		}
 	}
 	for pid, v := range m.verification {
-		if nowMs-v.timestampMs >= m.expirationMs {
+		if nowMs-v.timestampMs >= exp {
 			delete(m.verification, pid)
 		}
 	}
@@ -694,7 +699,17 @@ func (m *producerStateManager) removeExpired(nowMs int64) int {
 }
 
 func (m *producerStateManager) isExpired(e *producerStateEntry, nowMs int64) bool {
-	return e.currentTxnFirstOffset < 0 && nowMs-e.lastTimestamp >= m.expirationMs
+	return e.currentTxnFirstOffset < 0 && nowMs-e.lastTimestamp >= m.expiration()
+}
+
+// expiration is producer.id.expiration.ms now.
+func (m *producerStateManager) expiration() int64 {
+	if m.liveExpirationMs != nil {
+		if v := m.liveExpirationMs.Load(); v > 0 {
+			return v
+		}
+	}
+	return m.expirationMs
 }
 
 // maybeRemoveExpired runs removeExpired at most once per check interval (Kafka's

@@ -61,6 +61,7 @@ func OpenLog(dir string, opts LogOpenOptions) (*Log, error) {
 		return nil, err
 	}
 	l.producerState = newProducerStateManager(dir, l.fs, l.log, opts.ProducerIDExpirationMs, opts.ProducerIDExpirationCheckIntervalMs)
+	l.producerState.liveExpirationMs = opts.ProducerIDExpirationLive
 	start := time.Now()
 	if err := l.load(opts); err != nil {
 		l.closeSegments()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,7 +22,8 @@ var ErrAuthentication = errors.New("kclient: SASL authentication failed")
 // Dialer opens connections secured as the inter-broker listener is: TLS when TLS is set,
 // then SASL when SASL is set (Kafka's ChannelBuilders.clientChannelBuilder for the
 // inter-broker security protocol). The zero Dialer, and a nil *Dialer, dial plain TCP.
-// A Dialer is read-only once built; share it.
+// A Dialer is read-only once built, except for its mechanism (SetSASL); share it by
+// pointer.
 type Dialer struct {
 	// TLS is the client side of the listener's TLS (SSL, SASL_SSL). When ServerName is
 	// empty, the host of the dialed address is used, so the broker's certificate is checked
@@ -32,6 +34,28 @@ type Dialer struct {
 	// Timeout bounds the whole dial: TCP connect, TLS handshake, ApiVersions and SASL.
 	// Zero leaves it to ctx.
 	Timeout time.Duration
+
+	// swapped replaces SASL once SetSASL ran: the dialer is shared by many components, so
+	// a dynamic change of the inter-broker mechanism must be safe against concurrent dials.
+	swapped atomic.Pointer[mechanismBox]
+}
+
+// mechanismBox holds an interface value for atomic.Pointer.
+type mechanismBox struct{ m sasl.Mechanism }
+
+// SetSASL makes connections dialed from now on authenticate with m (nil: no SASL); open
+// connections keep theirs.
+func (d *Dialer) SetSASL(m sasl.Mechanism) { d.swapped.Store(&mechanismBox{m}) }
+
+// Mechanism is the SASL mechanism a dial now uses.
+func (d *Dialer) Mechanism() sasl.Mechanism {
+	if d == nil {
+		return nil
+	}
+	if b := d.swapped.Load(); b != nil {
+		return b.m
+	}
+	return d.SASL
 }
 
 // Dial connects to addr, completes TLS, negotiates API versions and authenticates with
@@ -76,9 +100,9 @@ func (d *Dialer) Dial(ctx context.Context, addr, clientID string) (*Conn, error)
 		nc.Close()
 		return nil, err
 	}
-	if d != nil && d.SASL != nil {
+	if mech := d.Mechanism(); mech != nil {
 		c.mu.Lock()
-		c.mech = d.SASL
+		c.mech = mech
 		err := c.authenticate(ctx)
 		c.mu.Unlock()
 		if err != nil {
