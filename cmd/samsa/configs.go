@@ -557,7 +557,7 @@ func alterResourceIncremental(ctx context.Context, cl *kgo.Client, rt kmsg.Confi
 		r.Configs = append(r.Configs, c)
 	}
 	req.Resources = append(req.Resources, r)
-	resp, err := cl.Request(ctx, req) // kgo sends a broker logger's request to that broker
+	resp, err := brokerRoutedRequest(ctx, cl, req) // kgo sends a broker logger's request to that broker
 	if err != nil {
 		return err
 	}
@@ -619,7 +619,7 @@ func alterBrokerConfigs(ctx context.Context, cl *kgo.Client, name string, add ma
 		r.Configs = append(r.Configs, c)
 	}
 	req.Resources = append(req.Resources, r)
-	resp, err := cl.Request(ctx, req) // kgo sends a broker id's request to that broker
+	resp, err := brokerRoutedRequest(ctx, cl, req) // kgo sends a broker id's request to that broker
 	if err != nil {
 		return err
 	}
@@ -795,7 +795,7 @@ func getResourceConfig(ctx context.Context, cl *kgo.Client, entityType, name str
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName = rt, name
 	req.Resources = append(req.Resources, r)
-	resp, err := cl.Request(ctx, req) // kgo sends a broker id's request to that broker
+	resp, err := brokerRoutedRequest(ctx, cl, req) // kgo sends a broker id's request to that broker
 	if err != nil {
 		return nil, err
 	}
@@ -831,4 +831,24 @@ func validateTopicName(name string) error {
 		}
 	}
 	return nil
+}
+
+// brokerRoutedRequest sends a request that kgo routes to the broker its resource names. Right
+// after the client starts kgo may not know that broker yet (its first metadata load is under
+// way) and fails with "unknown broker"; Kafka's admin client waits for metadata there, so
+// this refreshes it and retries for a few seconds.
+func brokerRoutedRequest(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := cl.Request(ctx, req)
+		if err == nil || !strings.Contains(err.Error(), "unknown broker") || time.Now().After(deadline) {
+			return resp, err
+		}
+		cl.ForceMetadataRefresh()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
