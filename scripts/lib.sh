@@ -120,3 +120,38 @@ wait_pid() {
 	kill -KILL "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 }
+
+# Children run in their own sessions (setsid), so Ctrl-C reaches only this script, which
+# stops them in order: brokers first (they deregister from ZooKeeper), then ZooKeeper.
+stop_all() {
+	[ -n "$stopping" ] && return
+	stopping=1
+	# A second Ctrl-C while stopping kills everything at once.
+	trap 'kill -KILL "${broker_pids[@]}" $ZK_PID 2>/dev/null; exit 130' INT TERM HUP
+	if [ -n "${TAIL_PID:-}" ]; then kill "$TAIL_PID" 2>/dev/null || true; fi
+	if [ ${#broker_pids[@]} -gt 0 ]; then
+		log "stopping brokers (SIGTERM)"
+		kill -TERM "${broker_pids[@]}" 2>/dev/null || true
+		local i=0 pid
+		for pid in "${broker_pids[@]}"; do
+			i=$((i + 1))
+			wait_pid "$pid" "broker $i" 60
+		done
+	fi
+	if [ -n "$ZK_PID" ]; then
+		log "stopping ZooKeeper"
+		stop_pid "$ZK_PID" ZooKeeper 15
+	fi
+	log "stopped"
+}
+
+# cluster_traps installs stop_all for a cluster script: set ZK_PID and append to broker_pids
+# as children start.
+cluster_traps() {
+	ZK_PID=
+	broker_pids=()
+	stopping=
+	trap 'stop_all; exit 130' INT TERM
+	trap 'stop_all; exit 129' HUP # the terminal went away
+	trap 'stop_all' EXIT
+}

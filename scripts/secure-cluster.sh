@@ -63,35 +63,8 @@ if [ ! -f "$certs/broker.p12" ] || [ ! -f "$certs/ca.pem" ]; then
 	scripts/gen-certs.sh -d "$certs" -p "$cert_pw" "${extra[@]}" >/dev/null
 fi
 
-# Children run in their own sessions (setsid), so Ctrl-C reaches only this script, which
-# stops them in order: brokers first (they deregister from ZooKeeper), then ZooKeeper.
-ZK_PID=
-broker_pids=()
-stopping=
-stop_all() {
-	[ -n "$stopping" ] && return
-	stopping=1
-	# A second Ctrl-C while stopping kills everything at once.
-	trap 'kill -KILL "${broker_pids[@]}" $ZK_PID 2>/dev/null; exit 130' INT TERM HUP
-	if [ -n "${TAIL_PID:-}" ]; then kill "$TAIL_PID" 2>/dev/null || true; fi
-	if [ ${#broker_pids[@]} -gt 0 ]; then
-		log "stopping brokers (SIGTERM)"
-		kill -TERM "${broker_pids[@]}" 2>/dev/null || true
-		local i=0 pid
-		for pid in "${broker_pids[@]}"; do
-			i=$((i + 1))
-			wait_pid "$pid" "broker $i" 60
-		done
-	fi
-	if [ -n "$ZK_PID" ]; then
-		log "stopping ZooKeeper"
-		stop_pid "$ZK_PID" ZooKeeper 15
-	fi
-	log "stopped"
-}
-trap 'stop_all; exit 130' INT TERM
-trap 'stop_all; exit 129' HUP # the terminal went away
-trap 'stop_all' EXIT
+# ZK_PID, broker_pids and stop_all (scripts/lib.sh): Ctrl-C stops brokers, then ZooKeeper.
+cluster_traps
 
 mkdir -p "$dir/zookeeper"
 log "starting ZooKeeper on 127.0.0.1:$zk_port (log: .cluster/secure/zookeeper/zookeeper.log)"
