@@ -310,7 +310,7 @@ func NewConnectionQuotas(cfg *config.Config, zk *zkmeta.Client, log *logrus.Entr
 }
 
 func (q *ConnectionQuotas) newRate(limit int) *connRate {
-	return &connRate{windowMs: q.windowMs, samples: q.samples, bound: float64(limit)}
+	return &connRate{cfg: rateConfig{samples: q.samples, windowMs: q.windowMs}, bound: float64(limit)}
 }
 
 // resolveOverrides turns override hosts into addresses, as Kafka's InetAddress.getByName; a
@@ -767,76 +767,18 @@ func (q *ConnectionQuotas) Reconfigure(oldCfg, newCfg *config.Config) {
 	q.closeExcessLocked()
 }
 
-// connRate is a Kafka Sensor holding one Rate (a WindowedSum over `samples` windows of
-// windowMs) with an upper-bound quota, the way ConnectionQuotas uses it.
+// connRate is a Kafka Sensor holding one Rate (quota_rate.go's windowedRate) with an upper
+// bound, the way ConnectionQuotas uses it.
 type connRate struct {
-	windowMs int64
-	samples  int
+	cfg      rateConfig
+	rate     windowedRate
 	bound    float64
-	s        []connRateSample
-	cur      int
 	lastUsed time.Time
 }
 
-type connRateSample struct {
-	startMs int64
-	value   float64
-}
-
-// record adds v at nowMs (SampledStat.record).
-func (r *connRate) record(v float64, nowMs int64) {
-	if len(r.s) == 0 {
-		r.s = append(r.s, connRateSample{startMs: nowMs})
-		r.cur = 0
-	}
-	if nowMs-r.s[r.cur].startMs >= r.windowMs {
-		r.cur = (r.cur + 1) % r.samples
-		if r.cur >= len(r.s) {
-			r.s = append(r.s, connRateSample{startMs: nowMs})
-		} else {
-			r.s[r.cur] = connRateSample{startMs: nowMs}
-		}
-	}
-	r.s[r.cur].value += v
-}
-
-// purge resets samples older than the whole window (purgeObsoleteSamples).
-func (r *connRate) purge(nowMs int64) {
-	expire := int64(r.samples) * r.windowMs
-	for i := range r.s {
-		if nowMs-r.s[i].startMs >= expire {
-			r.s[i] = connRateSample{startMs: nowMs}
-		}
-	}
-}
-
-// windowSize is Rate.windowSize: the elapsed time since the oldest sample, counted as at
-// least samples-1 full windows.
-func (r *connRate) windowSize(nowMs int64) int64 {
-	r.purge(nowMs)
-	if len(r.s) == 0 {
-		r.s = append(r.s, connRateSample{startMs: nowMs})
-	}
-	oldest := r.s[0].startMs
-	for _, s := range r.s[1:] {
-		oldest = min(oldest, s.startMs)
-	}
-	total := nowMs - oldest
-	if full, minFull := total/r.windowMs, int64(r.samples-1); full < minFull {
-		total += (minFull - full) * r.windowMs
-	}
-	return max(total, 1)
-}
-
-// measure is Rate.measure in events per second.
-func (r *connRate) measure(nowMs int64) float64 {
-	r.purge(nowMs)
-	var sum float64
-	for _, s := range r.s {
-		sum += s.value
-	}
-	return sum / (float64(r.windowSize(nowMs)) / 1000)
-}
+func (r *connRate) record(v float64, nowMs int64) { r.rate.record(r.cfg, v, nowMs) }
+func (r *connRate) windowSize(nowMs int64) int64  { return r.rate.windowSize(r.cfg, nowMs) }
+func (r *connRate) measure(nowMs int64) float64   { return r.rate.measure(r.cfg, nowMs) }
 
 // recordAndThrottle records one event and, when the rate is then over the bound, returns the
 // delay that brings it back (QuotaUtils.boundedThrottleTime), capped at maxThrottle.

@@ -295,7 +295,7 @@ func TestConnectionQuotasIPCreationRate(t *testing.T) {
 // TestConnRateMeasuresKafkaRate: the Rate of a sensor and its throttle time follow Kafka's
 // formulas (QuotaUtils.throttleTime).
 func TestConnRateMeasuresKafkaRate(t *testing.T) {
-	r := &connRate{windowMs: 1000, samples: 11, bound: 10}
+	r := &connRate{cfg: rateConfig{samples: 11, windowMs: 1000}, bound: 10}
 	for i := 0; i < 100; i++ { // 100 events in the first ms: the window counts as 10 s
 		if d := r.recordAndThrottle(1000, time.Hour); d != 0 {
 			t.Fatalf("event %d throttled for %v at rate %v", i, d, r.measure(1000))
