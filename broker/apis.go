@@ -173,6 +173,8 @@ type APIs struct {
 	// Quotas are the client quota managers (produce, fetch, request, controller mutation);
 	// nil means no quotas.
 	Quotas *QuotaManagers
+	// Conversions counts message-format conversions (conversion_stats.go).
+	Conversions ConversionStats
 
 	services services // started on first use: group coordinator, producer id manager
 }
