@@ -91,7 +91,7 @@ func straceConsume(ctx context.Context, o options, dir string, zk *zktest.Server
 // output file to be complete.
 func underStrace(ctx context.Context, args []string, fn func() error) error {
 	cmd := exec.CommandContext(ctx, "strace", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childSysProcAttr()
 	errb := &strings.Builder{}
 	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {

@@ -78,7 +78,7 @@ func startProcess(logPath string, name string, args ...string) (*exec.Cmd, error
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -171,7 +171,7 @@ func startKfake(ctx context.Context, bin, dir, name string, n int) (*target, err
 		t.bootstrap = append(t.bootstrap, "127.0.0.1:"+strconv.Itoa(p))
 	}
 	cmd := exec.Command(bin, "-ports", strings.Join(ports, ","))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childSysProcAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
