@@ -6,7 +6,8 @@ package broker
 //     LEO for followers (replica id >= 0) and the debug replica (-2), with the current
 //     leader epoch.
 //   - -2 earliest and -4 earliest-local (v8; no tiered storage, so the same): log start.
-//   - -3 max timestamp (v7+): the record with the largest timestamp (KIP-734).
+//   - -3 max timestamp (v7+): the first record with the largest timestamp and its batch's
+//     leader epoch (KIP-734 with the fix of KAFKA-16310, logstore.MaxTimestampOffset).
 //   - t >= 0: the first offset whose timestamp >= t, hidden if at or above the HW (the
 //     LSO for read_committed).
 //   - Consumers must ask the leader; the debug replica (-2) may ask any replica. v4+
@@ -156,10 +157,9 @@ func (rm *ReplicaManager) FetchOffsetForTimestamp(tp logstore.TopicPartition, ti
 	var found bool
 	switch {
 	case timestamp == maxTimestamp:
-		ts, offset, found = l.MaxTimestampOffset()
-		leaderEpoch = -1
-		if e, ok := l.LatestEpoch(); ok {
-			leaderEpoch = e
+		ts, offset, leaderEpoch, found, err = l.MaxTimestampOffset()
+		if err != nil {
+			return -1, -1, -1, fmt.Errorf("%s: %w", tp, err)
 		}
 	default:
 		offset, ts, leaderEpoch, found, err = l.OffsetForTimestamp(max(timestamp, 0))

@@ -3,8 +3,8 @@ package broker
 // 08_offset_commit.go — OffsetCommit v0-9 (KafkaApis.handleOffsetCommitRequest). v1 carries a
 // commit timestamp per partition, v2-4 a retention time (an expire timestamp in the record,
 // value v1), v6+ the leader epoch, v7+ GroupInstanceId. Commits answer once appended with
-// acks=-1 to __consumer_offsets. Deviation: v0 commits go to __consumer_offsets, not to
-// ZooKeeper's /consumers (Kafka's v0 path).
+// acks=-1 to __consumer_offsets. v0 commits go to ZooKeeper's /consumers as Kafka's
+// commitOffsetsToZookeeper (offsets_zk.go).
 
 import (
 	"context"
@@ -31,9 +31,6 @@ func (a *APIs) handleOffsetCommit(ctx context.Context, rc *RequestContext, req *
 	now := a.now().UnixMilli()
 	cr := group.CommitRequest{GroupID: req.Group, MemberID: req.MemberID, GroupInstanceID: req.InstanceID,
 		GenerationID: req.Generation, Offsets: map[group.TopicPartition]group.OffsetAndMetadata{}}
-	if req.Version == 0 {
-		cr.GenerationID, cr.MemberID = -1, ""
-	}
 	errs := map[group.TopicPartition]*kerr.Error{}
 	readable := a.filterAuthorized(rc, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, func(add func(string)) {
 		for _, t := range req.Topics {
@@ -69,7 +66,15 @@ func (a *APIs) handleOffsetCommit(ctx context.Context, rc *RequestContext, req *
 			cr.Offsets[tp] = om
 		}
 	}
-	if len(cr.Offsets) > 0 {
+	if len(cr.Offsets) > 0 && req.Version == 0 {
+		zkErrs, ok := a.commitOffsetsToZooKeeper(rc, req.Group, cr.Offsets)
+		if !ok {
+			return offsetCommitErrorResponse(req, resp, kerr.UnsupportedVersion), nil
+		}
+		for tp, err := range zkErrs {
+			errs[tp] = err
+		}
+	} else if len(cr.Offsets) > 0 {
 		for tp, err := range a.groupCoordinator().CommitOffsets(ctx, cr) {
 			errs[tp] = err
 		}

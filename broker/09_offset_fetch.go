@@ -6,7 +6,7 @@ package broker
 // pending transactional offset (or a commit still being appended) answers offset -1 with
 // UNSTABLE_OFFSET_COMMIT on the partition, in v7 and in v8+'s groups alike (the group error
 // stays NONE, as Kafka 3.7). v8+ several groups per request (member id/epoch of v9 are
-// ignored by the classic coordinator). Deviation: v0 reads __consumer_offsets, not ZooKeeper.
+// ignored by the classic coordinator). v0 reads ZooKeeper's /consumers (offsets_zk.go).
 
 import (
 	"context"
@@ -135,20 +135,12 @@ func (a *APIs) handleOffsetFetch(ctx context.Context, rc *RequestContext, req *k
 		if req.Version >= 2 {
 			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		} else if req.Version == 0 {
-			for _, t := range topics {
-				rt := kmsg.NewOffsetFetchResponseTopic()
-				rt.Topic = t.topic
-				for _, p := range t.parts {
-					rp := kmsg.NewOffsetFetchResponseTopicPartition()
-					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, kerr.GroupAuthorizationFailed.Code
-					md := ""
-					rp.Metadata = &md
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
+			offsetFetchV0ErrorResponse(req, resp, kerr.GroupAuthorizationFailed)
 		}
 		return resp, nil
+	}
+	if req.Version == 0 {
+		return a.fetchOffsetsFromZooKeeper(rc, req, resp), nil
 	}
 	offs, err := a.fetchGroupOffsetsAuthorized(rc, req.Group, topics, all, req.Version >= 7 && req.RequireStable)
 	if err != nil {

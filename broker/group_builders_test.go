@@ -47,6 +47,15 @@ func expectCode(t *testing.T, what string, got int16, want *kerr.Error) {
 	}
 }
 
+// zkOnlyV0 is the answer of the data env (no ZooKeeper) to OffsetCommit/OffsetFetch:
+// version 0 lives in ZooKeeper only (offsets_zk.go, tested in offsets_zk_test.go).
+func zkOnlyV0(v int16) *kerr.Error {
+	if v == 0 {
+		return kerr.UnsupportedVersion
+	}
+	return nil
+}
+
 func init() {
 	requestBuilders[8] = requestBuilder{
 		build: func(e *dataEnv, v int16) kmsg.Request {
@@ -67,7 +76,7 @@ func init() {
 			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 				t.Fatalf("offset commit response %+v", resp)
 			}
-			expectCode(t, "offset commit", resp.Topics[0].Partitions[0].ErrorCode, nil)
+			expectCode(t, "offset commit", resp.Topics[0].Partitions[0].ErrorCode, zkOnlyV0(resp.Version))
 		},
 	}
 	requestBuilders[9] = requestBuilder{
@@ -94,7 +103,7 @@ func init() {
 			n := 0
 			for _, tp := range resp.Topics {
 				for _, p := range tp.Partitions {
-					expectCode(t, "offset fetch partition", p.ErrorCode, nil)
+					expectCode(t, "offset fetch partition", p.ErrorCode, zkOnlyV0(resp.Version))
 					n++
 				}
 			}

@@ -235,16 +235,80 @@ func (s *Segment) findOffsetByTimestamp(ts, startingOffset int64) (int64, int64,
 	return 0, 0, -1, false, nil
 }
 
-// MaxTimestampOffset is the (timestamp, offset) of the record with the largest timestamp
-// (ListOffsets MAX_TIMESTAMP, KIP-734); found is false for an empty log.
-func (l *Log) MaxTimestampOffset() (int64, int64, bool) {
-	ts, off := int64(-1), int64(-1)
+// MaxTimestampOffset answers ListOffsets MAX_TIMESTAMP (KIP-734): the timestamp, offset and
+// batch leader epoch (-1 if none) of the first record holding the largest timestamp; found
+// is false for an empty log. Segments track only the last offset of the batch with their
+// largest timestamp (as Kafka's shallowOffsetOfMaxTimestamp), so the batch is found from
+// there and its records are read, as UnifiedLog.fetchOffsetByTimestamp does since the fix
+// of KAFKA-16310 (Kafka 3.7.0 answered the batch's last offset).
+func (l *Log) MaxTimestampOffset() (ts, offset int64, leaderEpoch int32, found bool, err error) {
+	var seg *Segment
 	for _, s := range l.segments() {
-		if t := s.maxTimestampSoFar.Load(); t > ts {
-			ts, off = t, s.offsetOfMaxTimestampSoFar.Load()
+		if seg == nil || s.maxTimestampSoFar.Load() > seg.maxTimestampSoFar.Load() {
+			seg = s // the first of equals, as Scala's maxBy
 		}
 	}
-	return ts, off, ts >= 0
+	if seg == nil {
+		return -1, -1, -1, false, nil
+	}
+	ts, offset, leaderEpoch, found, err = seg.findMaxTimestampRecord()
+	if err != nil {
+		return -1, -1, -1, false, fmt.Errorf("max timestamp of %s: %w", l.tp, err)
+	}
+	return ts, offset, leaderEpoch, found, nil
+}
+
+// findMaxTimestampRecord scans from the offset-index entry of the segment's
+// offsetOfMaxTimestampSoFar for the first batch whose max timestamp is the segment's, then
+// returns its first record with that timestamp (RecordBatch.offsetOfMaxTimestamp). Not
+// found if that batch holds no such record.
+func (s *Segment) findMaxTimestampRecord() (int64, int64, int32, bool, error) {
+	// Appends store the timestamp, then its offset, then the size: read them the other way
+	// round so the size covers the batch and the offset is at or before it.
+	shallow := s.offsetOfMaxTimestampSoFar.Load()
+	maxTs := s.maxTimestampSoFar.Load()
+	end := s.size.Load()
+	_, pos := s.offsetIdx.Lookup(shallow)
+	var hdr [recordbatch.HeaderSize]byte
+	for pos < end {
+		h, err := s.readHeader(&hdr, pos, end)
+		if err != nil {
+			if errors.Is(err, recordbatch.ErrShort) || errors.Is(err, io.EOF) {
+				break
+			}
+			return 0, 0, -1, false, err
+		}
+		size := int64(h.BatchLength()) + recordbatch.LogOverhead
+		if size < recordbatch.HeaderSize || pos+size > end {
+			break // a torn tail cannot hold the answer
+		}
+		if h.MaxTimestamp() != maxTs {
+			pos += size
+			continue
+		}
+		var buf []byte
+		b, err := readBatchAt(s.osFile, pos, end, &buf)
+		if err != nil {
+			return 0, 0, -1, false, err
+		}
+		var off int64
+		found := false
+		err = b.ForEachRecord(false, func(r *recordbatch.Record) error {
+			rts := b.BaseTimestamp() + r.TimestampDelta
+			if b.LogAppendTime() {
+				rts = b.MaxTimestamp()
+			}
+			if !found && rts == maxTs {
+				off, found = b.BaseOffset()+int64(r.OffsetDelta), true
+			}
+			return nil
+		})
+		if err != nil || !found {
+			return 0, 0, -1, false, err
+		}
+		return maxTs, off, max(b.PartitionLeaderEpoch(), -1), true, nil
+	}
+	return 0, 0, -1, false, nil
 }
 
 // Segments returns a snapshot of the segments, oldest first.

@@ -520,6 +520,9 @@ func topicsCreate(ctx context.Context, cl *kgo.Client, o *topicsOpts, stdout io.
 			}
 			return err
 		}
+		// Created: a describe through any broker must find it (topics_wait.go). Bounded by
+		// the command's timeout; the topic exists either way.
+		_ = waitTopicOnAllBrokers(ctx, cl, name, rt.NumPartitions)
 	}
 	fmt.Fprintf(stdout, "Created topic %s.\n", name)
 	return nil
