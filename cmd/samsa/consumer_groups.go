@@ -2,8 +2,8 @@ package main
 
 // consumer-groups mirrors Kafka 3.7's kafka-consumer-groups.sh (kafka.admin.ConsumerGroupCommand)
 // over franz-go's kadm: --list [--state], --describe --group G [--offsets|--members [--verbose]|--state],
-// --delete --group G, --delete-offsets, and --reset-offsets with --to-earliest, --to-latest,
-// --to-offset, --to-datetime, --shift-by (dry run unless --execute), with Kafka's columns.
+// --delete --group G, --delete-offsets, and --reset-offsets (consumer_groups_reset.go), with
+// Kafka's columns.
 
 import (
 	"context"
@@ -26,7 +26,8 @@ type groupsOpts struct {
 	allGroups, allTopics, members, verbose, state, offsets bool
 	execute, dryRun, toEarliest, toLatest, toCurrent       bool
 	toOffset, shiftBy                                      optInt
-	toDatetime                                             optString
+	toDatetime, byDuration, fromFile                       optString
+	export                                                 bool
 	timeout                                                time.Duration
 	commandConfig                                          optString
 }
@@ -59,6 +60,9 @@ func parseGroupsArgs(args []string, stderr io.Writer) (*groupsOpts, error) {
 	fs.Var(&o.toOffset, "to-offset", "Reset offsets to a specific offset.")
 	fs.Var(&o.shiftBy, "shift-by", "Reset offsets shifting current offset by 'n', where 'n' can be positive or negative.")
 	fs.Var(&o.toDatetime, "to-datetime", "Reset offsets to offset from datetime. Format: 'YYYY-MM-DDTHH:mm:SS.sss'")
+	fs.Var(&o.byDuration, "by-duration", "Reset offsets to offset by duration from current timestamp. Format: 'PnDTnHnMnS'")
+	fs.Var(&o.fromFile, "from-file", "Reset offsets to values defined in CSV file.")
+	fs.BoolVar(&o.export, "export", false, "Export operation execution to a CSV file. Supported operations: reset-offsets.")
 	fs.Var(&timeoutMs, "timeout", "The timeout that can be set for some use cases (ms).")
 	if len(args) == 0 {
 		return nil, usageErr("List all consumer groups, describe a consumer group, delete consumer group info, or reset consumer group offsets.")
@@ -78,10 +82,11 @@ func parseGroupsArgs(args []string, stderr io.Writer) (*groupsOpts, error) {
 		return nil, usageErr("Command must include exactly one action: --list, --describe, --delete, --reset-offsets, --delete-offsets")
 	case (o.describe || o.del || o.resetOffsets || o.deleteOffsets) && len(o.groups) == 0 && !o.allGroups:
 		return nil, usageErr("Option [%s] takes one of these options: [all-groups], [group]", map[bool]string{true: "describe", false: "reset-offsets"}[o.describe])
-	case o.resetOffsets && !o.toEarliest && !o.toLatest && !o.toCurrent && !o.toOffset.set && !o.shiftBy.set && !o.toDatetime.set:
-		return nil, usageErr("Option [reset-offsets] takes one of these options: [to-datetime], [by-duration], [to-earliest], [to-latest], [shift-by], [from-file], [to-current], [to-offset]")
-	case o.resetOffsets && len(o.topics) == 0 && !o.allTopics:
-		return nil, usageErr("Option [reset-offsets] takes one of these options: [all-topics], [topic]")
+	}
+	if o.resetOffsets {
+		if err := checkResetArgs(o); err != nil {
+			return nil, err
+		}
 	}
 	return o, nil
 }
@@ -91,6 +96,9 @@ func runConsumerGroups(args []string, _ io.Reader, stdout, stderr io.Writer) int
 	if err != nil {
 		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		return 1
+	}
+	if o.resetOffsets && !o.execute && !o.dryRun {
+		fmt.Fprintln(stderr, resetNoExecuteWarning)
 	}
 	sec, ok := adminClientSecurity("consumer-groups", "command-config", o.commandConfig, stderr)
 	if !ok {
@@ -116,10 +124,14 @@ func runConsumerGroups(args []string, _ io.Reader, stdout, stderr io.Writer) int
 		case o.deleteOffsets:
 			return groupsDeleteOffsets(ctx, adm, o, stdout)
 		case o.resetOffsets:
-			return groupsResetOffsets(ctx, adm, o, stdout)
+			return groupsResetOffsets(ctx, cl, o, stdout, stderr)
 		}
 		return nil
 	})
+	if errors.Is(err, errUsage) { // Kafka's printUsageAndExit from inside a command
+		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "Error: "+err.Error())
 		return 1
@@ -397,119 +409,6 @@ func groupsDeleteOffsets(ctx context.Context, adm *kadm.Client, o *groupsOpts, w
 				status = "Error: " + err.Error()
 			}
 			fmt.Fprintf(w, "%-15s %-15d %s\n", t.Topic, p, status)
-		}
-	}
-	return nil
-}
-
-func groupsResetOffsets(ctx context.Context, adm *kadm.Client, o *groupsOpts, w io.Writer) error {
-	described, err := adm.DescribeGroups(ctx, o.groups...)
-	if err != nil {
-		return err
-	}
-	if !o.execute && !o.dryRun {
-		fmt.Fprintln(w, "WARN: No action will be performed as the --execute option is missing. In a future major release, the default behavior of this command will be to prompt the user before executing the reset rather than doing a dry run. You should add the --dry-run option explicitly if you are scripting this command and want to keep the current default behavior without prompting.")
-	}
-	for _, g := range o.groups {
-		d := described[g]
-		if d.State != "Empty" && d.State != "Dead" {
-			return fmt.Errorf("assignments can only be reset if the group '%s' is inactive, but the current state is %s", g, d.State)
-		}
-		committed, err := adm.FetchOffsets(ctx, g)
-		if err != nil {
-			return err
-		}
-		topics := []string(o.topics)
-		if o.allTopics {
-			topics = nil
-			for t := range committed {
-				topics = append(topics, t)
-			}
-			sort.Strings(topics)
-		}
-		var names []string
-		parts := map[string][]int32{}
-		for _, t := range topics {
-			name, part, hasPart := strings.Cut(t, ":")
-			names = append(names, name)
-			if hasPart {
-				for _, p := range strings.Split(part, ",") {
-					n, err := strconv.Atoi(p)
-					if err != nil {
-						return fmt.Errorf("invalid partition %q", p)
-					}
-					parts[name] = append(parts[name], int32(n))
-				}
-			}
-		}
-		starts, err := adm.ListStartOffsets(ctx, names...)
-		if err != nil {
-			return err
-		}
-		ends, err := adm.ListEndOffsets(ctx, names...)
-		if err != nil {
-			return err
-		}
-		var byTime kadm.ListedOffsets
-		if o.toDatetime.set {
-			ts, err := parseResetDatetime(o.toDatetime.v)
-			if err != nil {
-				return err
-			}
-			if byTime, err = adm.ListOffsetsAfterMilli(ctx, ts.UnixMilli(), names...); err != nil {
-				return err
-			}
-		}
-		target := kadm.Offsets{}
-		ends.Each(func(end kadm.ListedOffset) {
-			if ps, ok := parts[end.Topic]; ok {
-				found := false
-				for _, p := range ps {
-					found = found || p == end.Partition
-				}
-				if !found {
-					return
-				}
-			}
-			start, _ := starts.Lookup(end.Topic, end.Partition)
-			cur, hasCur := committed.Lookup(end.Topic, end.Partition)
-			var at int64
-			switch {
-			case o.toEarliest:
-				at = start.Offset
-			case o.toLatest:
-				at = end.Offset
-			case o.toCurrent:
-				at = end.Offset
-				if hasCur {
-					at = cur.At
-				}
-			case o.toOffset.set:
-				at = o.toOffset.v
-			case o.shiftBy.set:
-				at = end.Offset
-				if hasCur {
-					at = cur.At
-				}
-				at += o.shiftBy.v
-			case o.toDatetime.set:
-				at = end.Offset
-				if bt, ok := byTime.Lookup(end.Topic, end.Partition); ok && bt.Offset >= 0 {
-					at = bt.Offset
-				}
-			}
-			// Out of range targets are clamped, with Kafka's warning.
-			at = max(start.Offset, min(at, end.Offset))
-			target.Add(kadm.Offset{Topic: end.Topic, Partition: end.Partition, At: at, LeaderEpoch: -1})
-		})
-		if o.execute {
-			if err := adm.CommitAllOffsets(ctx, g, target); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(w, "\n%-30s %-30s %-10s %s\n", "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
-		for _, off := range target.Sorted() {
-			fmt.Fprintf(w, "%-30s %-30s %-10d %d\n", g, off.Topic, off.Partition, off.At)
 		}
 	}
 	return nil
