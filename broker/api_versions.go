@@ -3,8 +3,11 @@ package broker
 // api_versions.go — ApiVersions (key 18) v0-3, computed from the registry (apis.go).
 // A request above v3 never reaches this handler: the SocketServer answers it with a v0
 // UNSUPPORTED_VERSION response listing only ApiVersions, as Kafka does (see
-// unsupportedApiVersionsResponse). v3 fields: SupportedFeatures and FinalizedFeatures are
-// empty and FinalizedFeaturesEpoch is -1, as on a ZK broker without the /feature znode read.
+// unsupportedApiVersionsResponse). v3 fields (DefaultApiVersionManager): SupportedFeatures
+// is empty (a ZooKeeper-mode broker supports no feature), FinalizedFeatures and
+// FinalizedFeaturesEpoch come from the /feature cache (features.go): the znode's features
+// and version, none and -1 while it is missing or disabled. ZkMigrationReady stays false
+// (no KRaft migration).
 
 import (
 	"context"
@@ -26,7 +29,7 @@ func (a *APIs) handleApiVersions(_ context.Context, _ *RequestContext, req *kmsg
 		return resp, nil
 	}
 	resp.ApiKeys = supportedAPIs()
-	resp.FinalizedFeaturesEpoch = -1
+	a.Features.apiVersionsFeatures(resp)
 	return resp, nil
 }
 

@@ -175,6 +175,9 @@ type APIs struct {
 	Quotas *QuotaManagers
 	// Conversions counts message-format conversions (conversion_stats.go).
 	Conversions ConversionStats
+	// Features is the finalized feature cache fed by /feature (features.go); nil reports
+	// none (epoch -1).
+	Features *FeatureCache
 
 	services services // started on first use: group coordinator, producer id manager
 }

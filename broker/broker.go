@@ -358,6 +358,7 @@ func (b *Broker) start(ctx context.Context) error {
 	})
 	// Replica fetchers, AlterPartition sender, ISR expiration (ReplicaManager.startup).
 	b.replicas.Startup(b.runCtx)
+	features := &FeatureCache{epoch: -1} // fed by the listener started below (features.go)
 	b.ctrl = controller.NewWithDialer(controller.Config{
 		BrokerID:                    b.brokerID,
 		InterBrokerListenerName:     cfg.InterBrokerListenerName,
@@ -370,11 +371,18 @@ func (b *Broker) start(ctx context.Context) error {
 		LeaderImbalanceCheckInterval: time.Duration(propInt(props, "leader.imbalance.check.interval.seconds", 300)) *
 			time.Second,
 		LeaderImbalancePerBrokerPercentage: int(propInt(props, "leader.imbalance.per.broker.percentage", 10)),
+		InterBrokerProtocolVersion:         cfg.InterBrokerProtocolVersion,
+		Features:                           features,
+		ZkConnectionTimeout:                cfg.ZookeeperConnectionTimeout,
 		Log:                                log,
 	}, zk, b.dialer)
 	b.admin = &adminState{cfg: cfg, brokerID: b.brokerID, zk: zk, ctrl: b.ctrl, controller: b.ctrl, metadata: b.metadata,
 		log: log.WithField("component", "admin")}
 	b.apis = NewAPIs(cfg, b.brokerID, clusterID, b.replicas, b.metadata, log)
+	// FinalizedFeatureChangeListener.initOrThrow (features.go).
+	if err := b.startFeatureListener(b.apis, features); err != nil {
+		return err
+	}
 	b.apis.Admin = b.admin
 	b.apis.DynamicConfig = b.dynConfig
 	// Client quotas (QuotaFactory.instantiate), loaded from /config/users and /config/clients

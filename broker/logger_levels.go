@@ -47,6 +47,7 @@ var componentLoggers = map[string]string{
 	"alter.partition":                  "kafka.server.DefaultAlterPartitionManager",
 	"replica.manager":                  "kafka.server.ReplicaManager",
 	"replica.fetcher":                  "kafka.server.ReplicaFetcherManager",
+	"replica.alter.log.dirs":           "kafka.server.ReplicaAlterLogDirsManager",
 	"add.partitions.to.txn.manager":    "kafka.server.AddPartitionsToTxnManager",
 	"state.change":                     "state.change.logger",
 	"scram":                            "kafka.security.CredentialProvider",
@@ -65,6 +66,7 @@ var componentLoggers = map[string]string{
 	"quotas":                           "kafka.server.ClientQuotaManager",
 	"controller.mutation.quota":        "kafka.server.ControllerMutationQuotaManager",
 	"replication.quota":                "kafka.server.ReplicationQuotaManager",
+	"feature.listener":                 "kafka.server.FinalizedFeatureChangeListener",
 	"connection.quotas":                "kafka.network.ConnectionQuotas",
 	"debug.listener":                   "samsa.debug.DebugListener", // samsa's own: no Kafka counterpart
 }

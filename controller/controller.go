@@ -33,7 +33,16 @@ type Config struct {
 	LeaderImbalancePerBrokerPercentage int           // leader.imbalance.per.broker.percentage; 0 = 10
 	SocketTimeout                      time.Duration // controller.socket.timeout.ms; default 30 s
 	RetryBackoff                       time.Duration // backoff between send retries; default 100 ms
-	Log                                *logrus.Entry
+	// InterBrokerProtocolVersion is inter.broker.protocol.version: it decides whether /feature
+	// is enabled and its JSON version (features.go); "" is the default (latest).
+	InterBrokerProtocolVersion string
+	// Features is this broker's finalized-feature cache, which feature versioning waits on
+	// (features.go); nil: no wait, and /feature is read instead.
+	Features FeatureCache
+	// ZkConnectionTimeout bounds the failover's wait for Features (zookeeper.connection.timeout.ms);
+	// 0 = 18 s.
+	ZkConnectionTimeout time.Duration
+	Log                 *logrus.Entry
 }
 
 func (c *Config) setDefaults() {

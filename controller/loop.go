@@ -344,8 +344,8 @@ func (l *eventLoop) onControllerFailover() error {
 	if id != l.cfg.BrokerID {
 		return fmt.Errorf("%w: /controller is broker %d", errResign, id)
 	}
-	// enableFeatureVersioning (IBP >= 2.7): /feature exists and is enabled.
-	if _, err := l.zk.EnsureFeatureZNode(); err != nil {
+	// maybeSetupFeatureVersioning: /feature enabled (IBP >= 2.7-IV0) or disabled (features.go).
+	if err := l.setupFeatureVersioning(); err != nil {
 		return err
 	}
 	// Pending log dir events are dropped (the LeaderAndIsr sent to every broker below finds

@@ -758,59 +758,6 @@ func EncodeReassignment(entries []ReassignmentEntry) []byte {
 	return b.Bytes()
 }
 
-// ---- /feature (FeatureZNode, version 2) ----
-
-// Feature znode status values.
-const (
-	FeatureStatusDisabled int32 = 0
-	FeatureStatusEnabled  int32 = 1
-)
-
-// FeatureZNode is /feature: cluster-wide finalized features (name → max version level).
-type FeatureZNode struct {
-	Version  int32
-	Status   int32
-	Features map[string]int16
-}
-
-// EncodeFeatureZNode writes version 2 ({"features":{},"version":2,"status":1} on ZK-mode 3.7).
-func EncodeFeatureZNode(f FeatureZNode) []byte {
-	names := make([]string, 0, len(f.Features))
-	for n := range f.Features {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	feats := newObj()
-	for _, n := range names {
-		v := newObj()
-		v.num("max_version_level", int64(f.Features[n]))
-		feats.raw(n, v.bytes())
-	}
-	o := newObj()
-	o.raw("features", feats.bytes())
-	o.num("version", 2)
-	o.num("status", int64(f.Status))
-	return o.bytes()
-}
-
-// DecodeFeatureZNode reads versions 1 and 2.
-func DecodeFeatureZNode(data []byte) (FeatureZNode, error) {
-	var raw struct {
-		Version  int32                       `json:"version"`
-		Status   *int32                      `json:"status"`
-		Features map[string]map[string]int16 `json:"features"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil || raw.Status == nil || raw.Features == nil ||
-		raw.Version < 1 || raw.Version > 2 {
-		return FeatureZNode{}, fmt.Errorf("%w: feature znode %q", ErrBadJSON, data)
-	}
-	f := FeatureZNode{Version: raw.Version, Status: *raw.Status, Features: map[string]int16{}}
-	for n, v := range raw.Features {
-		f.Features[n] = v["max_version_level"]
-	}
-	return f, nil
-}
-
 // ---- /latest_producer_id_block (ProducerIdBlockZNode, version 1) ----
 
 // ProducerIDBlockSize is the number of producer ids a broker takes at a time.
