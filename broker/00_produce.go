@@ -1,10 +1,13 @@
 package broker
 
-// 00_produce.go — Produce (key 0) v3-10, as KafkaApis.handleProduceRequest and
+// 00_produce.go — Produce (key 0) v0-10, as KafkaApis.handleProduceRequest and
 // ReplicaManager.appendRecords:
 //   - acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every partition).
 //   - v3+: exactly one magic-2 batch per partition (INVALID_RECORD); zstd needs v7+
 //     (UNSUPPORTED_COMPRESSION_TYPE). Batch validation (CRC, sizes, timestamps) is the log's.
+//   - v0-v2: magic 0/1 message sets are validated and up-converted to one magic-2 batch
+//     (produce_legacy.go, counted in APIs.Conversions); v1 adds throttle_time_ms, v2
+//     log_append_time.
 //   - Internal topics only accept the admin client id "__admin_client" (INVALID_TOPIC_EXCEPTION).
 //   - acks=0 gets no response; if any partition failed the connection is closed instead,
 //     so the client learns something went wrong.
@@ -18,7 +21,6 @@ package broker
 //     (KIP-890 part 1, txn_verification.go) and answers INVALID_TXN_STATE when it was not
 //     added, NOT_ENOUGH_REPLICAS when the coordinator could not tell (retriable). Control
 //     batches from clients are INVALID_RECORD.
-// Deviation: v0-v2 (message formats v0/v1) are not served.
 
 import (
 	"context"
@@ -34,7 +36,7 @@ import (
 	"github.com/samsa-kafka/samsa/logstore"
 )
 
-func init() { registerAPI(3, 10, (*APIs).handleProduce) }
+func init() { registerAPI(0, 10, (*APIs).handleProduce) }
 
 // adminClientID is AdminUtils.ADMIN_CLIENT_ID: the only client allowed to produce to
 // internal topics.
@@ -78,6 +80,7 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 			reqErr = errTxnIDAuthorization
 		}
 	}
+	var conv legacyConversion // Produce v0-v2 up-conversions
 	writable := a.filterAuthorized(rc, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, func(add func(string)) {
 		for i := range req.Topics {
 			add(req.Topics[i].Topic)
@@ -107,8 +110,13 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 				err = fmt.Errorf("acks=%d: %w", req.Acks, ErrInvalidRequiredAcks)
 			case isInternalTopicName(rt.Topic) && rc.ClientID != adminClientID:
 				err = fmt.Errorf("cannot append to internal topic %s: %w", rt.Topic, ErrInvalidTopic)
+			case req.Version < 3:
+				batch, err = a.legacyProduceRecords(tp, req.Acks, rp.Records, &conv)
 			default:
 				batch, err = validateProduceRecords(req.Version, rp.Records)
+			}
+			if errors.Is(err, errNoLegacyEntries) {
+				continue // nothing to append: NONE with base offset -1, as Kafka
 			}
 			if err != nil {
 				setProduceError(&respParts[first+pi], req.Version, err)
@@ -121,6 +129,7 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 		respTopic.Partitions = respParts[first:len(respParts):len(respParts)]
 		resp.Topics = append(resp.Topics, respTopic)
 	}
+	conv.record(&a.Conversions)
 
 	if len(tps) > 0 {
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond

@@ -18,9 +18,13 @@ package broker
 //   - v13+ topics by id (UNKNOWN_TOPIC_ID; INCONSISTENT_TOPIC_ID when the id differs from
 //     the hosted partition's, fetch_session.go); v16 CurrentLeader and NodeEndpoints on
 //     NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (KIP-951).
+//   - v11+ rack_id (KIP-392, replica_selector.go): a follower serves consumers up to its high
+//     watermark; the leader's replica.selector.class may answer preferred_read_replica.
 //   - Authorization (authz.go): followers need CLUSTER_ACTION, consumers READ on each topic;
 //     otherwise TOPIC_AUTHORIZATION_FAILED for the partition.
-// Deviations: v0-v3 (down-conversion to old message formats) are not served.
+//   - v0-v3 (fetch_downconvert.go): records down-converted to magic 0 (v0-v1) or 1 (v2-v3),
+//     lazily; v0-v2 have no KIP-74 (a batch over the limit comes back cut). Below v10, zstd
+//     topics answer UNSUPPORTED_COMPRESSION_TYPE.
 // On plain TCP the record bytes go to the socket with sendfile (zerocopy.go); elsewhere
 // (direct Handle calls, TLS later) they are pread into the response.
 
@@ -35,7 +39,7 @@ import (
 	"github.com/samsa-kafka/samsa/logstore"
 )
 
-func init() { registerAPI(4, 16, (*APIs).handleFetch) }
+func init() { registerAPI(0, 16, (*APIs).handleFetch) }
 
 func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.FetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -53,12 +57,16 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		return resp, nil
 	}
 	params := FetchParams{
-		ReplicaID:      replicaID,
-		ReplicaEpoch:   replicaEpoch,
-		MaxWait:        time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
-		MinBytes:       req.MinBytes,
-		MaxBytes:       min(req.MaxBytes, a.fetchMaxBytes()),
-		IsolationLevel: req.IsolationLevel,
+		ReplicaID:         replicaID,
+		ReplicaEpoch:      replicaEpoch,
+		MaxWait:           time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
+		MinBytes:          req.MinBytes,
+		MaxBytes:          min(req.MaxBytes, a.fetchMaxBytes()),
+		IsolationLevel:    req.IsolationLevel,
+		HardMaxBytesLimit: req.Version <= 2, // FetchParams.hardMaxBytesLimit
+	}
+	if req.Version >= 11 { // KIP-392: followers may serve this consumer (replica_selector.go)
+		params.Client = &ClientMetadata{RackID: req.Rack, ClientID: rc.ClientID, ClientAddr: rc.RemoteAddr, ListenerName: rc.ListenerName}
 	}
 	if replicaID >= 0 {
 		params.IsolationLevel = 0
@@ -149,10 +157,14 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		}
 	}
 	includeBrokers := false
+	var legacy *legacyFetch // v0-v3 down-conversion (fetch_downconvert.go)
 	for i, r := range results {
 		p := &resp.Topics[slots[i].ti].Partitions[slots[i].pi]
+		if a.fetchConvertPartition(rc, req.Version, replicaID, &legacy, reqs[i], r, slots[i].ti, slots[i].pi, p) {
+			continue
+		}
 		if r.Err != nil {
-			p.ErrorCode = ErrorCode(r.Err)
+			p.ErrorCode = fetchErrorCode(req.Version, r.Err)
 			if req.Version >= 16 && (p.ErrorCode == kerr.NotLeaderForPartition.Code || p.ErrorCode == kerr.FencedLeaderEpoch.Code) {
 				if pm, ok := a.Metadata.Partition(reqs[i].TP); ok && pm.Leader >= 0 {
 					p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = pm.Leader, pm.LeaderEpoch
@@ -165,7 +177,10 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		if r.Diverging {
 			p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset = r.DivergingEpoch, r.DivergingEndOffset
 		}
-		if params.IsolationLevel == 1 {
+		if r.HasPreferred {
+			p.PreferredReadReplica = r.PreferredReadReplica
+		}
+		if params.IsolationLevel == 1 && !r.HasPreferred { // Kafka reads nothing, sends null
 			// Set before the records are parked for sendfile: both paths encode it.
 			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{} // empty, not null
 			if len(r.AbortedTransactions) > 0 {
@@ -213,7 +228,7 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		}
 	}
 	fctx.finish(resp, rc.zeroCopy, a.nowMs())
-	return resp, nil
+	return legacy.response(resp), nil
 }
 
 // lastFetchedEpoch is the partition's LastFetchedEpoch from v12 on, else -1 (not sent).

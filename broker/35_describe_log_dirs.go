@@ -4,7 +4,9 @@ package broker
 // ReplicaManager.describeLogDirs): for each log dir, its partitions (all, or those asked
 // for) with size and offset lag (max(HW − LEO, 0), as Kafka reports for current replicas),
 // KAFKA_STORAGE_ERROR for an offline dir, and from v4 the file system's total and usable
-// bytes. No future (-future) replicas exist in samsa, so IsFuture is always false.
+// bytes. The future log of a replica being moved between log dirs (AlterReplicaLogDirs) is
+// listed in its dir with IsFuture, its lag the current log's end minus its own
+// (ReplicaManager.getLogEndOffsetLag).
 
 import (
 	"context"
@@ -48,7 +50,19 @@ func (a *APIs) handleDescribeLogDirs(ctx context.Context, rc *RequestContext, re
 	}
 	offline := lister.OfflineDirs()
 	byDir := map[string][]*logstore.Log{}
-	for _, l := range lister.AllLogs() {
+	current := map[logstore.TopicPartition]*logstore.Log{}
+	future := map[*logstore.Log]bool{}
+	all := lister.AllLogs()
+	for _, l := range all {
+		current[l.TopicPartition()] = l
+	}
+	if fl, ok := lister.(interface{ FutureLogs() []*logstore.Log }); ok {
+		for _, l := range fl.FutureLogs() {
+			future[l] = true
+			all = append(all, l)
+		}
+	}
+	for _, l := range all {
 		if want != nil && !want[l.TopicPartition()] {
 			continue
 		}
@@ -83,7 +97,14 @@ func (a *APIs) handleDescribeLogDirs(ctx context.Context, rc *RequestContext, re
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition, rp.Size = tp.Partition, l.Size()
-			rp.OffsetLag = max(l.HighWatermark()-l.LogEndOffset(), 0)
+			switch cur := current[tp]; {
+			case cur == nil:
+				rp.OffsetLag = -1 // DescribeLogDirsResponse.INVALID_OFFSET_LAG
+			case future[l]:
+				rp.OffsetLag, rp.IsFuture = cur.LogEndOffset()-l.LogEndOffset(), true
+			default:
+				rp.OffsetLag = max(cur.HighWatermark()-l.LogEndOffset(), 0)
+			}
 			rd.Topics[i].Partitions = append(rd.Topics[i].Partitions, rp)
 		}
 		resp.Dirs = append(resp.Dirs, rd)

@@ -245,9 +245,9 @@ func TestEveryAdvertisedVersionRoundTrips(t *testing.T) {
 }
 
 func TestRegistryMatchesKafka37Ranges(t *testing.T) {
-	// The data-path keys, with their 3.7 maxima (protocol.md §3) and the
-	// deviations documented in their files (old message-format versions).
-	want := map[int16][2]int16{0: {3, 10}, 1: {4, 16}, 2: {0, 8}, 3: {0, 12}, 18: {0, 3}}
+	// The data-path keys with Kafka 3.7's ranges (protocol.md §3), old message formats
+	// included (Produce v0-v2, Fetch v0-v3).
+	want := map[int16][2]int16{0: {0, 10}, 1: {0, 16}, 2: {0, 8}, 3: {0, 12}, 18: {0, 3}}
 	for key, r := range want {
 		minV, maxV, ok := SupportedVersions(key)
 		if !ok || minV != r[0] || maxV != r[1] {

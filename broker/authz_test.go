@@ -556,6 +556,19 @@ func TestAuthorizationMatrix(t *testing.T) {
 			allow: []string{"admin"}, deny: C},
 		{name: "DescribeLogDirs", req: func(string) kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() },
 			code: func(r kmsg.Response) int16 { return r.(*kmsg.DescribeLogDirsResponse).ErrorCode }, allow: []string{"admin"}, deny: C},
+		{name: "AlterReplicaLogDirs", req: func(string) kmsg.Request { // ALTER on the cluster
+			r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+			d := kmsg.NewAlterReplicaLogDirsRequestDir()
+			d.Dir = "/no/such/dir"
+			dt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+			dt.Topic, dt.Partitions = "t", []int32{0}
+			d.Topics = append(d.Topics, dt)
+			r.Dirs = append(r.Dirs, d)
+			return r
+		}, code: func(r kmsg.Response) int16 {
+			return r.(*kmsg.AlterReplicaLogDirsResponse).Topics[0].Partitions[0].ErrorCode
+		},
+			allow: []string{"admin"}, deny: C},
 		{name: "ElectLeaders", req: func(string) kmsg.Request {
 			r := kmsg.NewPtrElectLeadersRequest()
 			et := kmsg.NewElectLeadersRequestTopic()

@@ -545,6 +545,14 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 		if resp == nil { // acks=0 produce
 			continue
 		}
+		if sr, ok := resp.(streamedResponse); ok { // Fetch v0-v3: converted while written (fetch_downconvert.go)
+			c.SetWriteDeadline(time.Now().Add(idle))
+			if err := sr.writeFrame(c, h.correlationID); err != nil {
+				connLog.WithError(err).Debug("response write failed")
+				return
+			}
+			continue
+		}
 		if rc.zeroCopy != nil && len(rc.zeroCopy.parts) > 0 {
 			c.SetWriteDeadline(time.Now().Add(idle))
 			err := rc.zeroCopy.writeResponse(h.correlationID, resp)

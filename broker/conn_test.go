@@ -50,7 +50,7 @@ func TestParseRequest(t *testing.T) {
 		{name: "negative key", body: []byte{0xff, 0xff, 0, 0, 0, 0, 0, 1}, wantErr: errUnknownAPIKey},
 		{name: "unserved key 52", body: vote, wantErr: errUnknownAPIKey},
 		{name: "metadata v13", body: []byte{0, 3, 0, 13, 0, 0, 0, 1, 0xff, 0xff}, wantErr: errUnsupportedVer},
-		{name: "fetch v3 below min", body: []byte{0, 1, 0, 3, 0, 0, 0, 1, 0xff, 0xff}, wantErr: errUnsupportedVer},
+		{name: "fetch v17 above max", body: []byte{0, 1, 0, 17, 0, 0, 0, 1, 0xff, 0xff}, wantErr: errUnsupportedVer},
 		{name: "client id longer than body", body: []byte{0, 18, 0, 0, 0, 0, 0, 1, 0, 10, 'a'}, wantErr: errMalformed},
 		{name: "truncated body", body: metaFrame[:len(metaFrame)-1], wantErr: errMalformed},
 	}

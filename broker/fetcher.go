@@ -694,6 +694,7 @@ func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchRe
 	// leader's (DeleteRecords, retention), as ReplicaFetcherThread.processPartitionData.
 	if hw := min(rp.HighWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
 		l.UpdateHighWatermark(hw)
+		st.p.notify() // consumers waiting on this follower (KIP-392) see the new HW
 	}
 	if rp.LogStartOffset > l.LogStartOffset() && rp.LogStartOffset <= l.HighWatermark() {
 		if err := l.MaybeIncrementLogStartOffset(rp.LogStartOffset); err != nil {

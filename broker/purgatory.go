@@ -108,6 +108,12 @@ type FetchParams struct {
 	MinBytes       int32
 	MaxBytes       int32 // response limit (v3+); the first batch is returned even if larger (KIP-74)
 	IsolationLevel int8  // 0 read_uncommitted, 1 read_committed
+	// HardMaxBytesLimit (Fetch v0-v2, before KIP-74): no partition is exempt from the byte
+	// limits, so a batch larger than them comes back cut (FetchParams.hardMaxBytesLimit).
+	HardMaxBytesLimit bool
+	// Client is set for Fetch v11+ (KIP-392): a consumer with it may be served by a
+	// follower, or pointed to a preferred read replica (replica_selector.go).
+	Client *ClientMetadata
 }
 
 // FetchPartitionRequest is one partition of a fetch.
@@ -135,6 +141,10 @@ type FetchPartitionResult struct {
 	Diverging          bool
 	DivergingEpoch     int32
 	DivergingEndOffset int64
+	// HasPreferred (v11+, KIP-392): the leader's replica selector sends the consumer to
+	// PreferredReadReplica; the result then has no records.
+	HasPreferred         bool
+	PreferredReadReplica int32
 }
 
 // FetchMessages (ReplicaManager.fetchMessages) reads every partition and, unless it can
@@ -144,8 +154,8 @@ type FetchPartitionResult struct {
 func (rm *ReplicaManager) FetchMessages(ctx context.Context, params FetchParams, reqs []FetchPartitionRequest) []FetchPartitionResult {
 	results, total, errored := rm.readFromLocalLog(params, reqs, true)
 	for _, r := range results {
-		if r.Diverging {
-			errored = true // DelayedFetch is not used when an epoch diverges
+		if r.Diverging || r.HasPreferred {
+			errored = true // no DelayedFetch when an epoch diverges or another replica is preferred
 		}
 	}
 	if params.MaxWait <= 0 || len(reqs) == 0 || total >= int64(params.MinBytes) || errored {

@@ -88,6 +88,8 @@ type ReplicaManager struct {
 
 	// replicationQuotas are the leader and follower replication throttles.
 	replicationQuotas *ReplicationQuotas
+	// alterLogDirs moves replicas between this broker's log dirs (replica_alter_log_dirs.go).
+	alterLogDirs *alterLogDirsManager
 }
 
 // OnLeadershipChange registers fn to be called after every LeaderAndIsr with the partitions
@@ -117,6 +119,7 @@ func NewReplicaManager(cfg ReplicaManagerConfig) *ReplicaManager {
 	}
 	rm.replicationQuotas = newReplicationQuotas(rm, cfg.Config, cfg.DynamicConfig)
 	rm.fetchers = newReplicaFetcherManager(rm, rm.fetcherConfig(), rm.log)
+	rm.alterLogDirs = newAlterLogDirsManager(rm)
 	rm.alter = newAlterPartitionManager(rm)
 	rm.verifier = rm.newTxnVerifier()
 	rm.partHooks = &partitionHooks{
@@ -177,6 +180,7 @@ func (rm *ReplicaManager) Startup(ctx context.Context) {
 	rm.bgCancel = cancel
 	rm.fetchers.start(ctx)
 	rm.alter.start(ctx)
+	rm.alterLogDirs.start(ctx, &rm.bgWG)
 	rm.bgWG.Add(1)
 	go func() {
 		defer rm.bgWG.Done()
@@ -211,6 +215,7 @@ type truncater interface {
 // truncateTo goes through the LogManager when it can (LogManager.truncateTo keeps the
 // cleaner checkpoint and recovery points right).
 func (rm *ReplicaManager) truncateTo(tp logstore.TopicPartition, l *logstore.Log, offset int64) error {
+	defer rm.alterLogDirs.markForTruncation(tp, offset, false) // a move's future log follows
 	if t, ok := rm.cfg.Logs.(truncater); ok {
 		return t.TruncateTo(tp, offset)
 	}
@@ -218,6 +223,7 @@ func (rm *ReplicaManager) truncateTo(tp logstore.TopicPartition, l *logstore.Log
 }
 
 func (rm *ReplicaManager) truncateFullyAndStartAt(tp logstore.TopicPartition, l *logstore.Log, offset int64) error {
+	defer rm.alterLogDirs.markForTruncation(tp, offset, true)
 	if t, ok := rm.cfg.Logs.(truncater); ok {
 		return t.TruncateFullyAndStartAt(tp, offset)
 	}
@@ -451,6 +457,7 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req *kmsg.LeaderAndISRRequest) 
 			}
 		}
 	}
+	rm.maybeAddLogDirFetchers(append(slices.Clone(leaders), followers...))
 	return respond()
 }
 
@@ -621,6 +628,7 @@ func (rm *ReplicaManager) StopReplicas(req *kmsg.StopReplicaRequest) *kmsg.StopR
 			}
 		}
 		rm.fetchers.removeFetchers([]logstore.TopicPartition{s.tp})
+		rm.alterLogDirs.removePartitions(s.tp)
 		if !s.delete {
 			add(s.tp, 0)
 			plog.Info("stopped replica")
@@ -866,7 +874,7 @@ func coordinatorVerificationError(code int16) error {
 func (rm *ReplicaManager) readFromLocalLog(params FetchParams, reqs []FetchPartitionRequest, first bool) ([]FetchPartitionResult, int64, bool) {
 	results := make([]FetchPartitionResult, len(reqs))
 	limit := int64(params.MaxBytes)
-	minOneMessage := true
+	minOneMessage := !params.HardMaxBytesLimit
 	var total int64
 	errored := false
 	for i, r := range reqs {
@@ -891,8 +899,12 @@ func (rm *ReplicaManager) readPartition(params FetchParams, r FetchPartitionRequ
 	if err != nil {
 		return FetchPartitionResult{}, err
 	}
+	// KIP-392 (replica_selector.go): the leader may send a consumer to another replica.
+	if res, handled, err := rm.readPreferred(p, params, r); handled {
+		return res, err
+	}
 	p.mu.RLock()
-	l, err := p.leaderLogLocked(r.CurrentLeaderEpoch, true)
+	l, err := p.leaderLogLocked(r.CurrentLeaderEpoch, params.FetchOnlyLeader())
 	_, isReplica := p.mu.remotes[params.ReplicaID]
 	p.mu.RUnlock()
 	if err != nil {

@@ -32,6 +32,8 @@ type ClusterConfig struct {
 	Brokers int               // number of brokers (default 3); ids are 0..Brokers-1 as in Kafka's tests
 	Process bool              // separate `samsa broker` processes (needed to kill -9 one)
 	Props   map[string]string // extra broker properties (Kafka names) for every broker
+	// BrokerProps are properties for one broker (by id) over Props, e.g. its broker.rack.
+	BrokerProps map[int32]map[string]string
 	// Listeners names each broker's listeners, all on 127.0.0.1 (default: PLAINTEXT only);
 	// a name that is not a security protocol needs listener.security.protocol.map in Props.
 	// Addr is the first one's address; AddrOf any one's.
@@ -193,6 +195,9 @@ func (b *Broker) props() map[string]string {
 		"offsets.topic.replication.factor":     "1",
 	}
 	for k, v := range b.c.cfg.Props {
+		p[k] = v
+	}
+	for k, v := range b.c.cfg.BrokerProps[b.ID] {
 		p[k] = v
 	}
 	return p

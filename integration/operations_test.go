@@ -102,7 +102,7 @@ func TestOpsReassignUnderLoad(t *testing.T) {
 	plan := filepath.Join(dir, "plan.json")
 	os.WriteFile(plan, []byte(`{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[2,3],"log_dirs":["any","any"]}]}`), 0o644)
 	out, err := samsaStdout(t, "reassign-partitions", "--bootstrap-server", boot, "--reassignment-json-file", plan, "--execute")
-	if err != nil || !strings.Contains(out, "Successfully started partition reassignments for mv-0") ||
+	if err != nil || !strings.Contains(out, "Successfully started partition reassignment for mv-0") ||
 		!strings.Contains(out, `{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`) {
 		t.Fatalf("--execute: %v\n%s", err, out)
 	}

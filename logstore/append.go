@@ -3,8 +3,9 @@ package logstore
 // Appends: Kafka's UnifiedLog.append / analyzeAndValidateRecords, LogValidator (magic v2
 // only) and LocalLog.append/roll.
 //
-// Deviations from LogValidator: magic 0/1 batches are refused (UNSUPPORTED_FOR_MESSAGE_FORMAT)
-// rather than up-converted; inner offset deltas must run 0..n-1 for uncompressed batches too
+// Deviations from LogValidator: magic 0/1 batches are refused (UNSUPPORTED_FOR_MESSAGE_FORMAT):
+// the broker up-converts Produce v0-v2 message sets before the append (broker/produce_legacy.go),
+// so the log only ever sees v2; inner offset deltas must run 0..n-1 for uncompressed batches too
 // (Kafka checks it for compressed ones); control batches are refused from every origin
 // except through AppendTxnMarker (Kafka refuses them from clients only). Producer state
 // (sequence, epoch, duplicates, transactions and their verification) is checked as in

@@ -285,7 +285,7 @@ func (c *Cleaner) grabFilthiestLog(now time.Time) (logToClean, bool) {
 	for dir, logs := range c.m.onlineLogsByDir() {
 		for _, l := range logs {
 			cfg := l.Config()
-			if !cfg.Compact() {
+			if !cfg.Compact() || c.m.isFutureLog(l) { // a future log copies the cleaned current one
 				continue
 			}
 			tp := l.TopicPartition()

@@ -140,7 +140,7 @@ type SegmentInfo struct {
 
 // ParseTopicPartitionDir splits a partition directory name on its last '-'.
 func ParseTopicPartitionDir(dir string) (TopicPartition, error) {
-	name := filepath.Base(dir)
+	name := trimFutureDirSuffix(filepath.Base(dir)) // <topic>-<p>.<id>-future too (future.go)
 	i := strings.LastIndexByte(name, '-')
 	if i <= 0 || i == len(name)-1 {
 		return TopicPartition{}, fmt.Errorf("logstore: %q is not a <topic>-<partition> directory", name)
@@ -161,8 +161,12 @@ func (l *Log) SetConfig(c LogConfig) { l.cfg.Store(&c) }
 // TopicPartition is the partition this log holds.
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
 
-// Dir is the partition directory.
-func (l *Log) Dir() string { return l.dir }
+// Dir is the partition directory. RenameDir changes it under mu (a log-dir move, a delete).
+func (l *Log) Dir() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dir
+}
 
 // TopicID is the id from partition.metadata (zero if unknown).
 func (l *Log) TopicID() [16]byte {
@@ -648,7 +652,10 @@ func (l *Log) CloseAndDelete() error {
 }
 
 // RenameDir moves the log directory (e.g. to <topic>-<p>.<uuid>-delete); files stay open.
+// A flush in progress ends first: it would fsync the old path.
 func (l *Log) RenameDir(newDir string) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.unlock()
 	if err := l.fs.Rename(l.dir, newDir); err != nil {

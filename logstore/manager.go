@@ -7,6 +7,7 @@ package logstore
 // whole log dir offline, as Kafka's LogDirFailureChannel does.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -135,6 +136,7 @@ type Manager struct {
 	}
 	cleaner *Cleaner
 	dyn     managerDynamic // what dynamic broker configs change (dynamic.go)
+	fut     futureState    // future logs of log-dir moves, preferred dirs (future.go)
 
 	// checkpointMu serializes checkpoint file writes: two writers of one file would share
 	// its .tmp (Kafka's CheckpointFile.write is synchronized the same way). Nothing on a
@@ -266,7 +268,7 @@ func (m *Manager) loadLogs() error {
 			case strings.HasSuffix(name, "-delete"):
 				m.scheduleDelete(path, m.defaultDeleteDelay(), func() error { return m.fs.RemoveAll(path) })
 				continue
-			case strings.HasSuffix(name, "-future"), strings.HasSuffix(name, "-stray"):
+			case strings.HasSuffix(name, "-stray"):
 				m.log.WithField("dir", path).Warn("ignoring replica directory not supported by samsa")
 				continue
 			}
@@ -308,6 +310,15 @@ func (m *Manager) loadLogs() error {
 							fatal = fmt.Errorf("load log %s: %w", path, err)
 						}
 						errMu.Unlock()
+						continue
+					}
+					if strings.HasSuffix(path, FutureDirSuffix) { // a log-dir move to resume (future.go)
+						if err := m.addLoadedFutureLog(dir, l); err != nil {
+							errMu.Lock()
+							fatal = cmp.Or(fatal, err)
+							errMu.Unlock()
+							l.Close()
+						}
 						continue
 					}
 					loadMu.Lock()
@@ -471,7 +482,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg LogCon
 		m.mu.Unlock()
 		return nil, fmt.Errorf("create log %s: %w", tp, ErrClosed)
 	}
-	dir := m.nextLogDirLocked()
+	dir := m.createDirLocked(tp) // the preferred dir of a log-dir move, else nextLogDirs
 	m.mu.Unlock()
 	if dir == "" {
 		return nil, fmt.Errorf("create log %s: no log dir is online: %w", tp, ErrKafkaStorage)
@@ -497,6 +508,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg LogCon
 	m.mu.logs[tp] = l
 	m.mu.logDir[tp] = dir
 	m.mu.Unlock()
+	m.clearPreferredLogDir(tp)
 	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "dir": dir}).Info("created log")
 	return l, nil
 }
@@ -641,6 +653,7 @@ func (m *Manager) onlineLogsByDir() map[string][]*Log {
 			out[d] = append(out[d], l)
 		}
 	}
+	m.futureLogsByDirLocked(out) // flushed, checkpointed and closed with their dir
 	return out
 }
 
@@ -649,6 +662,7 @@ func (m *Manager) onlineLogsByDir() map[string][]*Log {
 // files are removed after file.delete.delay.ms. Open file handles stay valid until then,
 // so in-flight reads finish.
 func (m *Manager) DeleteLog(tp TopicPartition) error {
+	m.deleteFutureLogQuietly(tp) // a log-dir move in progress goes too (asyncDelete(isFuture))
 	m.createMu.Lock()
 	defer m.createMu.Unlock()
 	m.mu.Lock()
@@ -703,6 +717,8 @@ func (m *Manager) TruncateFullyAndStartAt(tp TopicPartition, offset int64) error
 }
 
 func (m *Manager) truncate(tp TopicPartition, offset int64, fn func(*Log) error) error {
+	m.fut.swapMu.RLock() // not while the log is replaced by its future log (future.go)
+	defer m.fut.swapMu.RUnlock()
 	l, dir, ok := m.lookup(tp)
 	if !ok {
 		return fmt.Errorf("logstore: truncate %s to %d: no such log", tp, offset)
@@ -872,6 +888,7 @@ func (m *Manager) markDirOfflineExcept(dir string, cause error, except *TopicPar
 			logs = append(logs, m.mu.logs[tp])
 		}
 	}
+	logs = append(logs, m.dropFutureLogsInDirLocked(dir, except)...) // their moves stop
 	left := len(m.dirs) - len(m.mu.offline)
 	shutdown := m.mu.shutdown
 	m.mu.Unlock()

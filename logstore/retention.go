@@ -86,6 +86,9 @@ func (m *Manager) cleanupLogs() int {
 	total := 0
 	for _, logs := range m.onlineLogsByDir() {
 		for _, l := range logs {
+			if m.isFutureLog(l) {
+				continue // its start offset follows the current log's (the mover copies it)
+			}
 			if m.cleaner != nil && !m.cleaner.tryPause(l.TopicPartition()) {
 				continue
 			}

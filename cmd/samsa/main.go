@@ -14,8 +14,20 @@
 //	samsa transactions ...                                   kafka-transactions.sh
 //	samsa acls ...                                           kafka-acls.sh
 //	samsa zookeeper-security-migration ...                   zookeeper-security-migration.sh
+//	samsa features ...                                       kafka-features.sh
+//	samsa delete-records ...                                 kafka-delete-records.sh
+//	samsa log-dirs ...                                       kafka-log-dirs.sh
+//	samsa get-offsets ...                                    kafka-get-offsets.sh
+//	samsa broker-api-versions ...                            kafka-broker-api-versions.sh
+//	samsa cluster ...                                        kafka-cluster.sh
+//	samsa zookeeper-shell ...                                zookeeper-shell.sh
+//	samsa replica-verification ...                           kafka-replica-verification.sh
+//	samsa verifiable-producer ...                            kafka-verifiable-producer.sh
+//	samsa verifiable-consumer ...                            kafka-verifiable-consumer.sh
+//	samsa e2e-latency ...                                    kafka-e2e-latency.sh
 //
-// Each subcommand lives in its own file and takes Kafka's flags (single or double dash,
+// Each subcommand lives in its own file (the later ones register themselves in an init
+// function) and takes Kafka's flags (single or double dash,
 // `--flag value` or `--flag=value`).
 package main
 

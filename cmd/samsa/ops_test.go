@@ -33,7 +33,7 @@ func TestParseReassignmentJSON(t *testing.T) {
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]},{"topic":"t","partition":0,"replicas":[2]}]}`, "duplicate topic partitions"},
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,1]}]}`, "duplicate replicas"},
 		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[]}]}`, "cannot be empty"},
-		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["/d"]}]}`, "log dirs"},
+		{`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["/d","any"]}]}`, "log dirs list"},
 		{`{"version":1,"partitions":[{"topic":`, "Unable to parse"},
 	} {
 		_, err := parseReassignmentJSON([]byte(c.in))

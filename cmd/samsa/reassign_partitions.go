@@ -7,8 +7,9 @@ package main
 // reverts the named in-flight moves, --list shows the ones in progress, and --generate
 // proposes an assignment of --topics-to-move-json-file over --broker-list with Kafka's
 // assignment algorithm. --throttle sets replication throttles for the moves and --verify or
-// --cancel clears them (reassign_throttle.go). Deviation: no log-dir moves (log_dirs must be
-// absent or all "any"), so --replica-alter-log-dirs-throttle has no broker to apply to.
+// --cancel clears them (reassign_throttle.go). log_dirs entries other than "any" move
+// replicas between the log dirs of their broker (reassign_log_dirs.go), throttled by
+// --replica-alter-log-dirs-throttle.
 
 import (
 	"context"
@@ -33,7 +34,7 @@ import (
 type reassignOpts struct {
 	bootstrap, jsonFile, topicsFile, brokerList, commandConfig          optString
 	throttle, logDirThrottle                                            optInt // -1 (Kafka's default) when not given
-	logDirTimeout                                                       optInt // --timeout: log-dir moves only, which samsa has none of
+	logDirTimeout                                                       optInt // --timeout: for log-dir moves to start (10 s)
 	execute, verify, cancel, generate, list, disableRackAware, preserve bool
 	additional                                                          bool
 	timeout                                                             time.Duration
@@ -155,15 +156,8 @@ func parseReassignmentJSON(data []byte) ([]reassignEntry, error) {
 			}
 			dup[r] = true
 		}
-		if len(e.LogDirs) > 0 {
-			if len(e.LogDirs) != len(e.Replicas) {
-				return nil, fmt.Errorf("Size of replicas list %v is different from size of log dirs list %v for partition %s", e.Replicas, e.LogDirs, key)
-			}
-			for _, d := range e.LogDirs {
-				if d != "any" {
-					return nil, fmt.Errorf("samsa does not move replicas between log dirs (log_dirs for %s must be \"any\")", key)
-				}
-			}
+		if len(e.LogDirs) > 0 && len(e.LogDirs) != len(e.Replicas) {
+			return nil, fmt.Errorf("Size of replicas list %v is different from size of log dirs list %v for partition %s", e.Replicas, e.LogDirs, key)
 		}
 	}
 	return j.Partitions, nil
@@ -199,7 +193,7 @@ func runReassignPartitions(args []string, _ io.Reader, stdout, stderr io.Writer)
 		case o.verify:
 			return reassignVerify(ctx, cl, entries, o.preserve, stdout)
 		case o.cancel:
-			return reassignCancel(ctx, cl, entries, o.preserve, stdout)
+			return reassignCancel(ctx, cl, entries, o.preserve, o.moveTimeout(), stdout)
 		}
 		return nil
 	})
@@ -349,7 +343,7 @@ func reassignExecute(ctx context.Context, cl *kgo.Client, o *reassignOpts, entri
 			}
 		}
 		if o.logDirThrottle.v >= 0 {
-			if err := modifyLogDirThrottle(ctx, cl, nil, o.logDirThrottle.v, stdout); err != nil {
+			if err := modifyLogDirThrottle(ctx, cl, movingBrokers(replicaLogDirs(entries)), o.logDirThrottle.v, stdout); err != nil {
 				return err
 			}
 		}
@@ -366,8 +360,19 @@ func reassignExecute(ctx context.Context, cl *kgo.Client, o *reassignOpts, entri
 		return fmt.Errorf("Error reassigning partition(s):\n%s", strings.Join(lines, "\n"))
 	}
 	sort.Strings(names)
-	fmt.Fprintf(stdout, "Successfully started partition reassignments for %s\n", strings.Join(names, ","))
+	fmt.Fprintf(stdout, "Successfully started partition reassignment%s for %s\n", plural(len(names)), strings.Join(names, ","))
+	if moves := replicaLogDirs(entries); len(moves) > 0 {
+		return executeMoves(ctx, cl, moves, o.moveTimeout(), stdout)
+	}
 	return nil
+}
+
+// moveTimeout is --timeout: how long log-dir moves may take to start (10000 ms by default).
+func (o *reassignOpts) moveTimeout() time.Duration {
+	if o.logDirTimeout.set {
+		return time.Duration(o.logDirTimeout.v) * time.Millisecond
+	}
+	return 10 * time.Second
 }
 
 func sortedKeysStr[V any](m map[string]V) []string {
@@ -433,9 +438,15 @@ func reassignVerify(ctx context.Context, cl *kgo.Client, entries []reassignEntry
 				name, joinIDs(reps), joinIDs(e.Replicas))
 		}
 	}
+	// The log-dir moves (verifyReplicaMoves prints a line, empty when there are none).
+	movesOngoing, err := verifyReplicaMoves(ctx, cl, replicaLogDirs(entries), stdout)
+	if err != nil {
+		return err
+	}
+	incomplete = incomplete || movesOngoing
 	// With no reassignment left anywhere in the cluster, every throttle goes: Kafka cannot
 	// tell which brokers earlier moves involved.
-	if len(active) == 0 && !preserveThrottles {
+	if len(active) == 0 && !movesOngoing && !preserveThrottles {
 		if err := clearAllThrottles(ctx, cl, entries, stdout); err != nil {
 			return err
 		}
@@ -458,26 +469,42 @@ func equalIDs(a, b []int32) bool {
 	return true
 }
 
-func reassignCancel(ctx context.Context, cl *kgo.Client, entries []reassignEntry, preserveThrottles bool, stdout io.Writer) error {
-	errs, err := alterReassignments(ctx, cl, entries, true)
+// reassignCancel is cancelAssignment: the JSON's partitions with a reassignment in progress
+// (as Kafka picks them: none being added, or some being removed) are reverted, then their
+// log-dir moves, then the throttles go.
+func reassignCancel(ctx context.Context, cl *kgo.Client, entries []reassignEntry, preserveThrottles bool, moveTimeout time.Duration, stdout io.Writer) error {
+	active, err := listReassignments(ctx, cl)
 	if err != nil {
 		return err
 	}
-	var done []string
+	var cancel []reassignEntry
+	var names []string
 	for _, e := range entries {
 		n := fmt.Sprintf("%s-%d", e.Topic, e.Partition)
-		if errs[n] == nil {
-			done = append(done, n)
+		if a, ok := active[n]; ok && (len(a.AddingReplicas) == 0 || len(a.RemovingReplicas) > 0) {
+			cancel = append(cancel, e)
+			names = append(names, n)
 		}
 	}
-	sort.Strings(done)
-	fmt.Fprintf(stdout, "Successfully cancelled partition reassignments for: %s\n", strings.Join(done, ","))
-	if len(errs) > 0 {
-		var lines []string
-		for _, n := range sortedKeysStr(errs) {
-			lines = append(lines, fmt.Sprintf("%s: %v", n, errs[n]))
+	sort.Strings(names)
+	if len(cancel) > 0 {
+		errs, err := alterReassignments(ctx, cl, cancel, true)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("Error cancelling partition reassignment(s):\n%s", strings.Join(lines, "\n"))
+		if len(errs) > 0 {
+			var lines []string
+			for _, n := range sortedKeysStr(errs) {
+				lines = append(lines, fmt.Sprintf("%s: %v", n, errs[n]))
+			}
+			return fmt.Errorf("Error cancelling partition reassignment%s for:\n%s", plural(len(errs)), strings.Join(lines, "\n"))
+		}
+		fmt.Fprintf(stdout, "Successfully cancelled partition reassignment%s for: %s\n", plural(len(names)), strings.Join(names, ","))
+	} else {
+		fmt.Fprintln(stdout, "None of the specified partition reassignments are active.")
+	}
+	if err := cancelReplicaMoves(ctx, cl, replicaLogDirs(entries), moveTimeout, stdout); err != nil {
+		return err
 	}
 	if !preserveThrottles {
 		return clearAllThrottles(ctx, cl, entries, stdout)

@@ -204,8 +204,7 @@ func modifyReassignmentThrottle(ctx context.Context, cl *kgo.Client, moves map[s
 }
 
 // modifyLogDirThrottle sets replica.alter.log.dirs.io.max.bytes.per.second on the brokers
-// with a log-dir move. samsa takes no log-dir moves (every log_dirs entry is "any"), so the
-// set is always empty and, as Kafka does for an empty set, only the message is printed.
+// with a log-dir move (none: only the message is printed, as Kafka does).
 func modifyLogDirThrottle(ctx context.Context, cl *kgo.Client, moving []int32, rate int64, stdout io.Writer) error {
 	v := strconv.FormatInt(rate, 10)
 	var brokers []configResource

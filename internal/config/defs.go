@@ -248,7 +248,7 @@ var defs = []Def{
 	d("replica.socket.timeout.ms", TypeInt, "30000"),
 	d("replica.socket.receive.buffer.bytes", TypeInt, "65536"),
 	d("replica.high.watermark.checkpoint.interval.ms", TypeLong, "5000"),
-	null("replica.selector.class", TypeString),
+	null("replica.selector.class", TypeString, validReplicaSelector),
 	d("fetch.purgatory.purge.interval.requests", TypeInt, "1000"),
 	d("producer.purgatory.purge.interval.requests", TypeInt, "1000"),
 	d("delete.records.purgatory.purge.interval.requests", TypeInt, "1"),

@@ -47,8 +47,8 @@ const (
 const NoTimestamp int64 = -1
 
 // Message is one legacy message as read from or written to a message set. For a compressed
-// wrapper read by the decoder, Inner holds the decompressed inner messages (with absolute
-// offsets) and Value the compressed bytes.
+// wrapper, Value holds the compressed bytes; Entry.Deep (decode.go) opens it into the inner
+// messages with absolute offsets.
 type Message struct {
 	Offset     int64
 	Magic      int8
