@@ -245,7 +245,7 @@ func TestEveryAdvertisedVersionRoundTrips(t *testing.T) {
 }
 
 func TestRegistryMatchesKafka37Ranges(t *testing.T) {
-	// The data-path keys with Kafka 3.7's ranges (protocol.md §3), old message formats
+	// The data-path keys with Kafka 3.7's full version ranges, old message formats
 	// included (Produce v0-v2, Fetch v0-v3).
 	want := map[int16][2]int16{0: {0, 10}, 1: {0, 16}, 2: {0, 8}, 3: {0, 12}, 18: {0, 3}}
 	for key, r := range want {
