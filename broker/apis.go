@@ -178,6 +178,8 @@ type APIs struct {
 	// Features is the finalized feature cache fed by /feature (features.go); nil reports
 	// none (epoch -1).
 	Features *FeatureCache
+	// Metrics are the meters the handlers mark (metrics_api.go); nil marks nothing.
+	Metrics *apiMetrics
 
 	services services // started on first use: group coordinator, producer id manager
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/samsa-kafka/samsa/controller"
 	"github.com/samsa-kafka/samsa/internal/config"
 	"github.com/samsa-kafka/samsa/internal/kclient"
+	"github.com/samsa-kafka/samsa/internal/metrics"
 	"github.com/samsa-kafka/samsa/logstore"
 	"github.com/samsa-kafka/samsa/zkmeta"
 )
@@ -102,6 +103,9 @@ type Broker struct {
 	err  error
 
 	debug *debugServer // samsa.debug.listener (pprof); nil when off (debug.go)
+	// metrics and http: the metrics registry and samsa.http.listener (http_listener.go).
+	metrics *metrics.Registry
+	http    *debugServer
 
 	// listenersMu guards listeners, which dynamic listener updates change at runtime;
 	// listenersClosed stops them adding any once shutdown has begun.
@@ -408,6 +412,9 @@ func (b *Broker) start(ctx context.Context) error {
 		return err
 	}
 
+	if err := b.startMetrics(); err != nil { // http_listener.go
+		return err
+	}
 	// Listeners: bind all first so a port clash fails start-up before anything is registered.
 	for _, l := range cfg.Listeners {
 		bl, err := bindListener(l, secs[l.Name])
@@ -641,6 +648,7 @@ func (b *Broker) shutdown() {
 	}
 	// A clean close deletes our ephemeral registration at once.
 	b.closeZK()
+	b.stopMetrics()
 	if b.debug != nil {
 		b.debug.Close()
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// debugServer is one HTTP listener serving pprof. Close stops it and waits for Serve.
+// debugServer is one HTTP listener (pprof here, /metrics in http_listener.go). Close stops it and waits for Serve.
 type debugServer struct {
 	ln   net.Listener
 	srv  *http.Server
@@ -25,29 +25,39 @@ type debugServer struct {
 
 // startDebugServer listens on addr and serves pprof until Close.
 func startDebugServer(addr string, log *logrus.Entry) (*debugServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("samsa.debug.listener %s: %w", addr, err)
-	}
 	mux := http.NewServeMux() // not http.DefaultServeMux: nothing else registers here
+	addPprof(mux)
+	return startHTTPServer(addr, "samsa.debug.listener", "debug.listener", mux, log)
+}
+
+// addPprof mounts net/http/pprof's handlers under /debug/pprof/.
+func addPprof(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+}
+
+// startHTTPServer listens on addr (the value of setting key) and serves h until Close.
+func startHTTPServer(addr, key, component string, h http.Handler, log *logrus.Entry) (*debugServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", key, addr, err)
+	}
 	d := &debugServer{
 		ln:   ln,
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
 		done: make(chan struct{}),
 	}
-	log = log.WithFields(logrus.Fields{"component": "debug.listener", "addr": ln.Addr().String()})
+	log = log.WithFields(logrus.Fields{"component": component, "addr": ln.Addr().String()})
 	go func() {
 		defer close(d.done)
 		if err := d.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.WithError(err).Warn("debug listener stopped")
+			log.WithError(err).Warn("HTTP listener stopped")
 		}
 	}()
-	log.Info("serving pprof")
+	log.Info("serving HTTP")
 	return d, nil
 }
 

@@ -89,6 +89,9 @@ type Config struct {
 	LogLevel  string // samsa's own: "info" (default)
 	// DebugListener is samsa.debug.listener: host:port serving net/http/pprof, "" = off.
 	DebugListener string
+	// HTTPListener is samsa.http.listener: host:port serving /metrics (Prometheus text
+	// format under the JMX exporter's Kafka names), "" = off.
+	HTTPListener string
 
 	// Static is every key set in the file or by --override, normalized (source
 	// STATIC_BROKER_CONFIG in DescribeConfigs); a key absent here has its Kafka default.

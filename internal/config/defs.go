@@ -396,6 +396,7 @@ var defs = []Def{
 	d("samsa.log.level", TypeString, "info", oneOf("panic", "fatal", "error", "warn", "warning", "info", "debug", "trace")),
 	// samsa's own: host:port of an HTTP listener serving net/http/pprof; empty = off.
 	d("samsa.debug.listener", TypeString, "", hostPortOrEmpty),
+	d("samsa.http.listener", TypeString, "", hostPortOrEmpty),
 	null("samsa.zookeeper.digest", TypePassword), // samsa's own: user:password for ZooKeeper digest auth (zkmeta.DigestKey)
 }
 

@@ -358,5 +358,6 @@ func (c *Config) fill(p, static map[string]string) []error {
 	c.LogFormat = p["samsa.log.format"]
 	c.LogLevel = p["samsa.log.level"]
 	c.DebugListener = p["samsa.debug.listener"]
+	c.HTTPListener = p["samsa.http.listener"]
 	return errs
 }

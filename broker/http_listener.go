@@ -1,0 +1,73 @@
+package broker
+
+// http_listener.go — the broker's metrics (internal/metrics, under the names the Prometheus
+// JMX exporter gives Kafka's MBeans) and the optional samsa.http.listener that serves them
+// at /metrics, with net/http/pprof beside them when samsa.debug.listener is set too. Kafka
+// itself exposes these through JMX; there is no HTTP listener in Kafka.
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/samsa-kafka/samsa/internal/metrics"
+)
+
+// startMetrics registers every component's metrics and starts samsa.http.listener when set.
+// Called once in start, after the components exist and before the listeners serve.
+func (b *Broker) startMetrics() error {
+	b.metrics = metrics.NewRegistry()
+	b.registerMetrics(b.metrics)
+	if b.cfg.HTTPListener == "" {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.Gatherer(), promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError, // a failing collector must not hide the rest
+	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "samsa broker %d\n/metrics  Prometheus metrics (Kafka's MBeans under the JMX exporter's names)\n", b.brokerID)
+		if b.cfg.DebugListener != "" {
+			fmt.Fprintln(w, "/debug/pprof/  Go profiles")
+		}
+	})
+	if b.cfg.DebugListener != "" {
+		addPprof(mux)
+	}
+	s, err := startHTTPServer(b.cfg.HTTPListener, "samsa.http.listener", "http.listener", mux, b.log)
+	if err != nil {
+		return err
+	}
+	b.http = s
+	return nil
+}
+
+// stopMetrics closes samsa.http.listener.
+func (b *Broker) stopMetrics() {
+	if b.http != nil {
+		b.http.Close()
+	}
+}
+
+// HTTPAddr is the bound samsa.http.listener address, "" when it is off.
+func (b *Broker) HTTPAddr() string {
+	if b.http == nil {
+		return ""
+	}
+	return b.http.Addr()
+}
+
+// Metrics is the broker's metrics registry (nil before Start).
+func (b *Broker) Metrics() *metrics.Registry { return b.metrics }
+
+// registerMetrics hands the registry to each component, which registers its metrics
+// (metrics_*.go). Components keep their meters; gauges read their state at scrape time.
+func (b *Broker) registerMetrics(reg *metrics.Registry) {
+	b.apis.Metrics = newAPIMetrics(reg)
+}
