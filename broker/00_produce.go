@@ -110,8 +110,12 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 				err = fmt.Errorf("acks=%d: %w", req.Acks, ErrInvalidRequiredAcks)
 			case isInternalTopicName(rt.Topic) && rc.ClientID != adminClientID:
 				err = fmt.Errorf("cannot append to internal topic %s: %w", rt.Topic, ErrInvalidTopic)
+				a.Metrics.produceRejectedInternal(rt.Topic) // BrokerTopicMetrics (metrics_api.go)
 			case req.Version < 3:
 				batch, err = a.legacyProduceRecords(tp, req.Acks, rp.Records, &conv)
+				if err != nil && !errors.Is(err, errNoLegacyEntries) {
+					a.Metrics.produceFailed(rt.Topic, len(rp.Records), err) // the log's checks, made here
+				}
 			default:
 				batch, err = validateProduceRecords(req.Version, rp.Records)
 			}
@@ -136,6 +140,7 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 		results := a.Replicas.AppendRecordsWith(ctx, timeout, req.Acks, tps, records, AppendParams{TransactionalID: req.TransactionID})
 		for i, r := range results {
 			p := &resp.Topics[slots[i].ti].Partitions[slots[i].pi]
+			a.Metrics.produceResult(r, len(records[i])) // BrokerTopicMetrics (metrics_api.go)
 			if r.Err != nil {
 				setProduceError(p, req.Version, r.Err)
 				continue

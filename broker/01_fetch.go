@@ -149,6 +149,7 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 	}
 
 	results := a.Replicas.FetchMessages(ctx, params, reqs)
+	a.Metrics.fetchResults(reqs, results) // BrokerTopicMetrics (metrics_api.go)
 	if replicaID < 0 && a.Quotas != nil {
 		if throttle := a.fetchThrottleMs(ctx, rc, results); throttle > 0 {
 			// Over quota: an empty answer with the throttle time (getThrottledResponse); the
@@ -156,6 +157,7 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 			return fctx.throttledResponse(resp, throttle), nil
 		}
 	}
+	a.Metrics.fetchSent(replicaID >= 0, reqs, results) // bytes out, once not throttled
 	includeBrokers := false
 	var legacy *legacyFetch // v0-v3 down-conversion (fetch_downconvert.go)
 	for i, r := range results {

@@ -58,6 +58,7 @@ func (a *APIs) handleStopReplica(ctx context.Context, rc *RequestContext, req *k
 		return resp, nil
 	}
 	resp := a.Replicas.StopReplicas(req)
+	a.Metrics.partitionsStopped(a.Replicas, resp) // BrokerTopicMetrics of topics gone (metrics_api.go)
 	// KafkaApis.handleStopReplicaRequest: the group coordinator unloads the
 	// __consumer_offsets partitions stopped without error, the transaction coordinator the
 	// __transaction_state ones, with the request's leader epoch when it has one (onResignation).

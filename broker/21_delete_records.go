@@ -89,6 +89,7 @@ func (rm *ReplicaManager) DeleteRecords(ctx context.Context, timeout time.Durati
 		parts[i] = p
 	}
 	w := newWaiter()
+	w.op = delayedDeleteRecords // DelayedOperationPurgatory DeleteRecords (metrics_replica.go)
 	for _, p := range parts {
 		if p != nil {
 			p.watch(w)

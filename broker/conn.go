@@ -394,6 +394,7 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 		return
 	}
 	auth := sec.auth
+	ctx, rq := connRequestMetricsFor(ctx, s.h) // RequestMetrics (metrics_request.go); nil when off
 	var (
 		sizeBuf [4]byte
 		reuse   []byte // last frame's buffer: requests do not outlive Handle
@@ -525,7 +526,9 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 			zc.reset()
 			rc.zeroCopy = zc
 		}
+		rq.begin(received)
 		resp, err := s.handle(ctx, rc, req)
+		rq.handled()
 		muteFor = rc.muteFor
 		if connLog.Logger.IsLevelEnabled(logrus.DebugLevel) { // skip building fields per request otherwise
 			connLog.WithFields(logrus.Fields{"api": kmsg.NameForKey(h.key), "api_version": h.version,
@@ -540,14 +543,18 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 					l.Debug("closing connection after request")
 				}
 			}
+			rq.done(rc, req, nil)
 			return
 		}
 		if resp == nil { // acks=0 produce
+			rq.done(rc, req, nil)
 			continue
 		}
 		if sr, ok := resp.(streamedResponse); ok { // Fetch v0-v3: converted while written (fetch_downconvert.go)
 			c.SetWriteDeadline(time.Now().Add(idle))
-			if err := sr.writeFrame(c, h.correlationID); err != nil {
+			err := sr.writeFrame(c, h.correlationID)
+			rq.done(rc, req, resp)
+			if err != nil {
 				connLog.WithError(err).Debug("response write failed")
 				return
 			}
@@ -557,6 +564,7 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 			c.SetWriteDeadline(time.Now().Add(idle))
 			err := rc.zeroCopy.writeResponse(h.correlationID, resp)
 			rc.zeroCopy.reset()
+			rq.done(rc, req, resp)
 			if err != nil {
 				connLog.WithError(err).Debug("response write failed")
 				return
@@ -568,6 +576,7 @@ func (s *SocketServer) serveConn(ctx context.Context, raw net.Conn) {
 		c.SetWriteDeadline(time.Now().Add(idle))
 		_, err = c.Write(*rb)
 		putResponseBuffer(rb) // shared, so an idle connection pins no response memory
+		rq.done(rc, req, resp)
 		if err != nil {
 			connLog.WithError(err).Debug("response write failed")
 			return

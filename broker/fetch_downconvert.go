@@ -55,9 +55,10 @@ func fetchErrorCode(version int16, err error) int16 {
 
 // legacyFetch collects a v0-v3 response's down-converted partitions, in response order.
 type legacyFetch struct {
-	stats  *ConversionStats
-	parts  []lazyFetchPart
-	logger *logrus.Entry
+	stats   *ConversionStats
+	parts   []lazyFetchPart
+	logger  *logrus.Entry
+	metrics *apiMetrics // nil: none
 }
 
 type lazyFetchPart struct {
@@ -120,7 +121,7 @@ func (a *APIs) fetchConvertPartition(rc *RequestContext, version int16, replicaI
 		return true
 	}
 	if *lf == nil {
-		*lf = &legacyFetch{stats: &a.Conversions, logger: rc.Log}
+		*lf = &legacyFetch{stats: &a.Conversions, logger: rc.Log, metrics: a.Metrics}
 		a.Conversions.FetchRequests.Add(1)
 	}
 	(*lf).parts = append((*lf).parts, lazyFetchPart{ti: ti, pi: pi, tp: fr.TP, lazy: lazy})
@@ -240,6 +241,7 @@ func (r *downConvertedFetchResponse) writeFrame(w io.Writer, correlationID int32
 func (lf *legacyFetch) count(part lazyFetchPart) {
 	st := part.lazy.Stats()
 	lf.stats.FetchMessages.Add(st.Messages)
+	lf.metrics.fetchConverted(part.tp.Topic, st.Messages) // FetchMessageConversionsPerSec (metrics_api.go)
 	lf.stats.TimeNanos.Add(st.Nanos)
 	lf.stats.TemporaryBytes.Add(st.TemporaryBytes)
 	if err := part.lazy.Err(); err != nil && !errors.Is(err, msgset.ErrDownConvertZstd) {

@@ -236,6 +236,8 @@ type replicaFetcher struct {
 	mu         sync.Mutex // partitionMapLock
 	partitions map[logstore.TopicPartition]*fetchState
 
+	requestRate ewmaRate // FetcherStats.requestRate, for MinFetchRate (metrics_replica.go); own lock
+
 	// Only the fetcher goroutine uses these.
 	conn    *kclient.Conn
 	session *fetchSessionHandler
@@ -593,6 +595,7 @@ func (f *replicaFetcher) fetch(sts []*fetchState) {
 	}
 	d.request(req, version)
 	r, err := f.request(freq, cfg.MaxWait)
+	f.requestRate.mark(time.Now())
 	if err != nil {
 		f.session.handleError(err)
 		if f.ctx.Err() == nil {
@@ -689,6 +692,7 @@ func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchRe
 		if q := f.m.rm.replicationQuotas.Follower; q.IsThrottled(st.p.tp) {
 			q.Record(int64(len(rp.RecordBatches)))
 		}
+		f.m.rm.markReplicationBytesIn(len(rp.RecordBatches)) // BrokerTopicMetrics (metrics_api.go)
 	}
 	// Follower HW = min(leader HW, own LEO); then the log start offset follows the
 	// leader's (DeleteRecords, retention), as ReplicaFetcherThread.processPartitionData.

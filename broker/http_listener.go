@@ -69,5 +69,7 @@ func (b *Broker) Metrics() *metrics.Registry { return b.metrics }
 // registerMetrics hands the registry to each component, which registers its metrics
 // (metrics_*.go). Components keep their meters; gauges read their state at scrape time.
 func (b *Broker) registerMetrics(reg *metrics.Registry) {
-	b.apis.Metrics = newAPIMetrics(reg)
+	b.apis.Metrics = newAPIMetrics(reg, b.apis) // metrics_api.go, metrics_request.go
+	b.registerReplicaMetrics(reg)               // metrics_replica.go
+	b.registerControlMetrics(reg)               // metrics_coordinators.go
 }

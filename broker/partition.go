@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -77,6 +78,7 @@ type Partition struct {
 type partitionHooks struct {
 	alterPartition func(p *Partition, prop *isrProposal)
 	isBrokerAlive  func(id int32) bool
+	isrMeters      atomic.Pointer[isrMeters] // IsrExpands/Shrinks/FailedIsrUpdatesPerSec once registered (metrics_replica.go)
 }
 
 func newPartition(tp logstore.TopicPartition, localBrokerID int32, lagMax time.Duration, now func() time.Time, log *logrus.Entry) *Partition {
@@ -517,6 +519,7 @@ func (p *Partition) handleAlterPartitionResult(prop *isrProposal, r alterPartiti
 			Warn("AlterPartition refused; no further ISR changes until the next LeaderAndIsr")
 	}
 	p.mu.Unlock()
+	p.hooks.markISRResult(committed, prop.expand)
 	if committed && p.maybeIncrementLeaderHW() {
 		p.notify()
 	}
@@ -524,7 +527,10 @@ func (p *Partition) handleAlterPartitionResult(prop *isrProposal, r alterPartiti
 }
 
 // waiter is a pending delayed operation's wake-up channel (capacity 1).
-type waiter struct{ ch chan struct{} }
+type waiter struct {
+	ch chan struct{}
+	op delayedOp // the purgatory it counts in (metrics_replica.go)
+}
 
 func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
 

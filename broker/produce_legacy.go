@@ -129,6 +129,7 @@ func (a *APIs) legacyProduceRecords(tp logstore.TopicPartition, acks int16, reco
 	}
 	conv.partitions++
 	conv.messages += len(msgs)
+	a.Metrics.produceConverted(tp.Topic, len(msgs)) // ProduceMessageConversionsPerSec (metrics_api.go)
 	conv.nanos += time.Since(start).Nanoseconds()
 	conv.tempBytes += tempBytes + int64(len(b))
 	return b, nil

@@ -41,6 +41,7 @@ func waitForProduce(ctx context.Context, now func() time.Time, timeout time.Dura
 	defer quotaWaitStarted(ctx)() // waiting is not request time (quotas.go)
 	pending := 0
 	w := newWaiter()
+	w.op = delayedProduce
 	// check() clears parts as they complete: keep the watched ones for the unwatch. One
 	// defer, not one per partition (a defer in a loop is a heap allocation each).
 	var buf [8]*Partition
@@ -162,6 +163,7 @@ func (rm *ReplicaManager) FetchMessages(ctx context.Context, params FetchParams,
 		return results
 	}
 	w := newWaiter()
+	w.op = delayedFetch
 	for _, r := range reqs {
 		if p, err := rm.Partition(r.TP); err == nil {
 			p.watch(w)

@@ -378,13 +378,23 @@ type requestQuotaKey struct{}
 
 // quotaWaitStarted marks the start of a purgatory wait; call the result when it ends
 // (defer quotaWaitStarted(ctx)()). A no-op without a request quota.
+// The wait is also the request's RemoteTimeMs (metrics_request.go).
 func quotaWaitStarted(ctx context.Context) func() {
 	st, _ := ctx.Value(requestQuotaKey{}).(*requestQuotaState)
-	if st == nil {
+	rt := requestTimingOf(ctx)
+	if st == nil && rt == nil {
 		return func() {}
 	}
 	t := time.Now()
-	return func() { st.waited.Add(int64(time.Since(t))) }
+	return func() {
+		d := int64(time.Since(t))
+		if st != nil {
+			st.waited.Add(d)
+		}
+		if rt != nil {
+			rt.remote.Add(d)
+		}
+	}
 }
 
 // nanosToPercentage is ClientRequestQuotaManager.nanosToPercentage.

@@ -89,6 +89,8 @@ type ReplicaManager struct {
 	replicationQuotas *ReplicationQuotas
 	// alterLogDirs moves replicas between this broker's log dirs (replica_alter_log_dirs.go).
 	alterLogDirs *alterLogDirsManager
+	// replicationBytesIn is ReplicationBytesInPerSec (metrics_api.go); nil with metrics off.
+	replicationBytesIn interface{ Add(float64) }
 }
 
 // OnLeadershipChange registers fn to be called after every LeaderAndIsr with the partitions

@@ -87,7 +87,8 @@ type Controller struct {
 
 	active  atomic.Bool
 	epoch   atomic.Int32
-	session atomic.Int64 // the ZooKeeper session of the current term
+	session atomic.Int64                      // the ZooKeeper session of the current term
+	metrics atomic.Pointer[controllerMetrics] // metrics.go; nil until RegisterMetrics
 
 	mu struct {
 		sync.Mutex
@@ -172,6 +173,7 @@ func (c *Controller) lead(ctx context.Context, epoch, epochZkVersion int32, sess
 	termCtx, cancel := context.WithCancel(ctx)
 	channels := newChannelManager(c.cfg.BrokerID, c.cfg.InterBrokerListenerName, c.cfg.SocketTimeout, c.cfg.RetryBackoff, c.dial, c.log)
 	loop := newEventLoop(c.cfg, c.zk, channels, epoch, epochZkVersion, termCtx)
+	loop.metrics = c.metrics.Load()
 	c.epoch.Store(epoch)
 	c.session.Store(loop.session)
 	c.mu.Lock()

@@ -6,6 +6,7 @@ package controller
 
 import (
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -68,6 +69,8 @@ type eventQueue struct {
 	mu     sync.Mutex
 	events []event
 	signal chan struct{} // cap 1: "queue may be non-empty"
+	// enqueued[i] is when events[i] was put, for EventQueueTimeMs (metrics.go).
+	enqueued []time.Time
 }
 
 func newEventQueue() *eventQueue { return &eventQueue{signal: make(chan struct{}, 1)} }
@@ -75,6 +78,7 @@ func newEventQueue() *eventQueue { return &eventQueue{signal: make(chan struct{}
 func (q *eventQueue) put(e event) {
 	q.mu.Lock()
 	q.events = append(q.events, e)
+	q.enqueued = append(q.enqueued, time.Now())
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
@@ -87,6 +91,6 @@ func (q *eventQueue) take() []event {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	evs := q.events
-	q.events = nil
+	q.events, q.enqueued = nil, nil
 	return evs
 }

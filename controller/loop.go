@@ -76,8 +76,9 @@ type eventLoop struct {
 	// dataWatches holds the znode paths with an armed, not yet fired data watch (topics,
 	// brokers), so a re-read does not arm a second one.
 	dataWatches    map[string]bool
-	rebalanceTimer *time.Timer   // next auto leader rebalance check; stopped when the term ends
-	done           chan struct{} // closed when the term has ended (events still queued are dropped)
+	rebalanceTimer *time.Timer        // next auto leader rebalance check; stopped when the term ends
+	done           chan struct{}      // closed when the term has ended (events still queued are dropped)
+	metrics        *controllerMetrics // nil when not registered (tests)
 	// session is the ZooKeeper session this term was elected in. Once it is gone the term
 	// ends before the next event or write (Kafka blocks the new session until its Expire
 	// event resigned the controller): nothing is done on a later session.
@@ -150,7 +151,8 @@ func (l *eventLoop) run(ctx context.Context, sessionEvents <-chan zkmeta.Session
 		return nil
 	}
 	for {
-		for _, ev := range l.queue.take() {
+		evs, enqueued := l.queue.takeTimed()
+		for i, ev := range evs {
 			// Session loss first: no event is processed once the session is gone, even if
 			// its notice is still queued behind the events (select picks at random).
 			select {
@@ -164,10 +166,14 @@ func (l *eventLoop) run(ctx context.Context, sessionEvents <-chan zkmeta.Session
 				l.log.WithError(err).Warn("zookeeper session lost; resigning as controller")
 				return err
 			}
-			if err := l.process(ev); err != nil {
+			start := l.metrics.dequeued(ev, enqueued[i])
+			err := l.process(ev)
+			l.metrics.processed(ev, start, l.ctx)
+			if err != nil {
 				return err
 			}
 		}
+		l.metrics.caughtUp(l.ctx)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -1168,6 +1174,9 @@ func (l *eventLoop) applyUpdates(ups []partitionUpdate, b *requestBatch) (retry 
 		before := l.ctx.partitionStates[up.tp]
 		l.ctx.partitionLeadership[up.tp] = st
 		l.ctx.partitionStates[up.tp] = up.after
+		if up.why == "unclean offline partition election" {
+			l.metrics.uncleanElection()
+		}
 		l.stateLog.WithFields(logrus.Fields{"topic": up.tp.Topic, "partition": up.tp.Partition, "from": before.String(),
 			"to": up.after.String(), "leader": st.Leader, "leader_epoch": st.LeaderEpoch, "isr": st.ISR,
 			"partition_epoch": st.PartitionEpoch, "reason": up.why}).Info("partition state changed")

@@ -74,6 +74,7 @@ type CleanerStats struct {
 	RecordsRead, RecordsRetained int64
 	TombstonesDropped            int64
 	Groups                       int
+	BufferUtilization            float64 // offset map entries / capacity (CleanerStats.bufferUtilization)
 }
 
 // Cleaner is LogCleaner + LogCleanerManager: it picks the filthiest compacted log, cleans
@@ -95,6 +96,7 @@ type Cleaner struct {
 	}
 	// cleanerDynamic holds what dynamic configs change (dynamic.go).
 	cleanerDynamic
+	stats cleanerStatsState // for the LogCleaner gauges (cleaner_stats.go)
 }
 
 func newCleaner(m *Manager) *Cleaner {
@@ -281,7 +283,7 @@ func cleanableOffsets(l compactLog, checkpoint int64, hasCheckpoint bool, nowMs 
 func (c *Cleaner) grabFilthiestLog(now time.Time) (logToClean, bool) {
 	nowMs := now.UnixMilli()
 	var best logToClean
-	found := false
+	found, dirtiest := false, 0.0
 	for dir, logs := range c.m.onlineLogsByDir() {
 		for _, l := range logs {
 			cfg := l.Config()
@@ -309,6 +311,7 @@ func (c *Cleaner) grabFilthiestLog(now time.Time) (logToClean, bool) {
 					t.dirtyBytes += s.Size
 				}
 			}
+			dirtiest = max(dirtiest, t.ratio())
 			if (t.needCompactionNow && t.dirtyBytes > 0) || (t.dirtyBytes > 0 && t.ratio() > cfg.MinCleanableDirtyRatio) {
 				if !found || t.ratio() > best.ratio() {
 					best, found = t, true
@@ -316,6 +319,7 @@ func (c *Cleaner) grabFilthiestLog(now time.Time) (logToClean, bool) {
 			}
 		}
 	}
+	c.stats.recordDirtiest(dirtiest) // LogCleanerManager.dirtiestLogCleanableRatio
 	if !found || !c.tryPause(best.log.TopicPartition()) {
 		return logToClean{}, false
 	}
@@ -331,6 +335,7 @@ func (c *Cleaner) cleanOnce() bool {
 		return false
 	}
 	tp := t.log.TopicPartition()
+	start := time.Now()
 	stats, err := c.clean(t.log, t.dir, now)
 	if err == nil && t.log.Config().Delete() {
 		_, err = DeleteRetainedSegments(t.log, now)
@@ -340,9 +345,11 @@ func (c *Cleaner) cleanOnce() bool {
 	if err != nil {
 		if !errors.Is(err, ErrKafkaStorage) && !errors.Is(err, ErrClosed) && !errors.Is(err, errCleaningAborted) {
 			c.log.WithError(err).WithFields(fields).Warn("log cleaning failed")
+			c.stats.recordPass(tp, t.dir, stats, 0, err)
 		}
 		return false
 	}
+	c.stats.recordPass(tp, t.dir, stats, time.Since(start), nil)
 	c.log.WithFields(fields).WithFields(logrus.Fields{
 		"first_dirty": stats.FirstDirty, "end_offset": stats.EndOffset, "bytes_read": stats.BytesRead,
 		"bytes_written": stats.BytesWritten, "records_read": stats.RecordsRead, "records_retained": stats.RecordsRetained,
@@ -456,6 +463,7 @@ func compact(l compactLog, checkpoint int64, hasCheckpoint bool, now time.Time, 
 		}
 		endOffset = s.NextOffset
 	}
+	stats.BufferUtilization = float64(len(om.m)) / float64(om.capacity)
 	if endOffset <= firstDirty {
 		return stats, 0, nil
 	}

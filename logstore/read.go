@@ -337,6 +337,16 @@ func (l *Log) Size() int64 {
 	return n
 }
 
+// ProducerIDCount is how many producers the partition's state holds (ProducerStateManager.producerIdCount).
+func (l *Log) ProducerIDCount() int {
+	l.mu.Lock()
+	defer l.unlock()
+	return len(l.producerState.producers)
+}
+
+// NumberOfSegments is the segment count (UnifiedLog.numberOfSegments), without copying them.
+func (l *Log) NumberOfSegments() int { return len(l.segments()) }
+
 // LatestEpoch is the newest leader epoch in the log's epoch cache.
 func (l *Log) LatestEpoch() (int32, bool) { return l.epochs.LatestEpoch() }
 

@@ -421,7 +421,9 @@ func (s *Segment) onBecomeInactive() error {
 }
 
 // flush fsyncs the .log and the indexes.
-func (s *Segment) flush() error {
+func (s *Segment) flush() error { return timeFlush(s.flushFiles) } // LogFlushStats (flush.go)
+
+func (s *Segment) flushFiles() error {
 	if err := s.log.Sync(); err != nil {
 		return fmt.Errorf("%w: fsync %s: %v", ErrKafkaStorage, s.logPath(), err)
 	}

@@ -148,6 +148,7 @@ type Client struct {
 		subs         []*sessionSub
 		registered   *BrokerInfo // last RegisterBroker, for ReRegisterBroker
 	}
+	stats clientStats // metrics.go
 }
 
 // Connect opens a session with the ensemble in connect ("host:port,host:port[/chroot]"),
@@ -444,7 +445,7 @@ func (c *Client) handleState(st zk.State) {
 	case zk.StateAuthFailed:
 		c.log.Error("ZooKeeper authentication failed")
 	}
-	c.mu.lastState = st
+	c.mu.lastState = c.stats.counted(st)
 	close(c.mu.stateCh)
 	c.mu.stateCh = make(chan struct{})
 	subs := c.mu.subs
@@ -483,7 +484,7 @@ func (c *Client) waitConnected() error {
 // retryRequestsUntilConnected). Other errors, session expiry included, are returned.
 func (c *Client) do(op func() error) error {
 	for {
-		err := op()
+		err := c.stats.timed(op)
 		if err == nil || !errors.Is(err, ErrConnectionLoss) {
 			return err
 		}

@@ -228,6 +228,18 @@ func (h *Histogram) Observe(v float64, labelValues ...string) {
 	h.summary.WithLabelValues(labelValues...).Observe(v)
 }
 
+// Declare exports the series for labelValues (count 0, quantiles 0) before any Observe, as
+// Yammer metrics exist from their registration: a dashboard sees 0, not a missing series.
+func (h *Histogram) Declare(labelValues ...string) {
+	key := strings.Join(labelValues, "\x00")
+	h.mu.Lock()
+	if _, ok := h.labels[key]; !ok {
+		h.labels[key] = append([]string(nil), labelValues...)
+	}
+	h.mu.Unlock()
+	h.summary.WithLabelValues(labelValues...)
+}
+
 func (h *Histogram) Describe(ch chan<- *prometheus.Desc) {
 	ch <- h.quantileDesc
 	ch <- h.countDesc
