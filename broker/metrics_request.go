@@ -116,7 +116,7 @@ func newRequestMetrics(reg *metrics.Registry) *requestMetrics {
 	for i, h := range requestHistNames {
 		reg.GaugeSet("network", "RequestMetrics", h.name, h.help+" (percentiles of the last "+strconv.Itoa(histWindow)+" requests)",
 			[]string{"request", "quantile"}, func(emit func(metrics.Sample)) { m.emitQuantiles(i, emit) })
-		reg.GaugeSet("network", "RequestMetrics", h.name+"_count", h.help+" (count)",
+		reg.HistogramCountSet("network", "RequestMetrics", h.name, h.help,
 			[]string{"request"}, func(emit func(metrics.Sample)) { m.emitCounts(i, emit) })
 	}
 	reg.GaugeFunc("network", "RequestChannel", "RequestQueueSize",

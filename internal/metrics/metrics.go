@@ -153,19 +153,32 @@ func (r *Registry) GaugeSet(domain, typ, name, help string, labelNames []string,
 	r.reg.MustRegister(&gaugeSet{
 		desc: prometheus.NewDesc(Name(domain, typ, name), help+" ("+mbean(domain, typ, name)+" Value)", labelNames, nil),
 		fn:   fn,
+		kind: prometheus.GaugeValue,
+	})
+}
+
+// HistogramCountSet registers the count of a histogram whose values fn produces at scrape
+// time, as the counter kafka_<domain>_<type>_<name>_count (for histograms kept outside
+// Histogram, e.g. a cheaper recorder on a hot path; their percentiles go through GaugeSet).
+func (r *Registry) HistogramCountSet(domain, typ, name, help string, labelNames []string, fn func(emit func(Sample))) {
+	r.reg.MustRegister(&gaugeSet{
+		desc: prometheus.NewDesc(Name(domain, typ, name)+"_count", help+" ("+mbean(domain, typ, name)+" Count)", labelNames, nil),
+		fn:   fn,
+		kind: prometheus.CounterValue,
 	})
 }
 
 type gaugeSet struct {
 	desc *prometheus.Desc
 	fn   func(emit func(Sample))
+	kind prometheus.ValueType
 }
 
 func (g *gaugeSet) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
 
 func (g *gaugeSet) Collect(ch chan<- prometheus.Metric) {
 	g.fn(func(s Sample) {
-		if m, err := prometheus.NewConstMetric(g.desc, prometheus.GaugeValue, s.Value, s.LabelValues...); err == nil {
+		if m, err := prometheus.NewConstMetric(g.desc, g.kind, s.Value, s.LabelValues...); err == nil {
 			ch <- m
 		}
 	})
