@@ -6,7 +6,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -22,31 +21,7 @@ import (
 // histograms' quantiles and counts appear as the gauges and counters they export.
 func requestScrape(t *testing.T, reg *metrics.Registry) map[string]float64 {
 	t.Helper()
-	fams, err := reg.Gatherer().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"=\""+l.GetValue()+"\"")
-			}
-			sort.Strings(labels)
-			key := f.GetName()
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.GetCounter() != nil:
-				out[key] = m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				out[key] = m.GetGauge().GetValue()
-			}
-		}
-	}
-	return out
+	return scrape(t, reg) // metrics_replica_test.go
 }
 
 // sumPrefix sums every series whose key starts with prefix.
