@@ -6,7 +6,6 @@ package broker
 // itself exposes these through JMX; there is no HTTP listener in Kafka.
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,17 +25,7 @@ func (b *Broker) startMetrics() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.Gatherer(), promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError, // a failing collector must not hide the rest
 	}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "samsa broker %d\n/metrics  Prometheus metrics (Kafka's MBeans under the JMX exporter's names)\n", b.brokerID)
-		if b.cfg.DebugListener != "" {
-			fmt.Fprintln(w, "/debug/pprof/  Go profiles")
-		}
-	})
+	b.addWebView(mux) // the internals view at / (webview.go)
 	if b.cfg.DebugListener != "" {
 		addPprof(mux)
 	}

@@ -26,3 +26,19 @@ func (c *Coordinator) Stats() Stats {
 	}
 	return s
 }
+
+// GenerationAndLeader is a group's generation id and leader member id ("" without one),
+// read under the group's lock; ok is false for a group not in the cache. For the internals
+// view, which DescribeGroups' answer does not serve (it carries neither).
+func (c *Coordinator) GenerationAndLeader(groupID string) (generation int32, leader string, ok bool) {
+	g := c.getGroup(groupID)
+	if g == nil {
+		return -1, "", false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.leaderID != nil {
+		leader = *g.leaderID
+	}
+	return g.generationID, leader, true
+}
