@@ -96,16 +96,7 @@ func (b *Broker) webCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := b.clusterData()
-	if wantJSON(r) {
-		writeJSON(w, d)
-		return
-	}
-	body, err := renderTemplate(webClusterTmpl, d)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	renderPage(w, r, "cluster", "ZooKeeper /controller, /brokers/ids/<id>; kafka.server.MetadataCache", body)
+	webRender(w, r, "cluster", "ZooKeeper /controller, /brokers/ids/<id>; kafka.server.MetadataCache", webClusterTmpl, d)
 }
 
 // webFollower is a follower as the leader's kafka.cluster.Replica tracks it.
@@ -209,16 +200,7 @@ offsets: kafka.cluster.Partition and kafka.log.UnifiedLog; followers: kafka.clus
 
 func (b *Broker) webPartitions(w http.ResponseWriter, r *http.Request) {
 	d := b.partitionsData()
-	if wantJSON(r) {
-		writeJSON(w, d)
-		return
-	}
-	body, err := renderTemplate(webPartitionsTmpl, d)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	renderPage(w, r, "partitions", "kafka.server.MetadataCache, kafka.cluster.Partition, kafka.cluster.Replica", body)
+	webRender(w, r, "partitions", "kafka.server.MetadataCache, kafka.cluster.Partition, kafka.cluster.Replica", webPartitionsTmpl, d)
 }
 
 // webSegment is one kafka.log.LogSegment: its .log file and the index files beside it.
@@ -323,16 +305,7 @@ func (b *Broker) webSegments(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if wantJSON(r) {
-		writeJSON(w, d)
-		return
-	}
-	body, err := renderTemplate(webSegmentsTmpl, d)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	renderPage(w, r, "segments of "+topic+"-"+strconv.Itoa(int(part)), "kafka.log.LogSegment, kafka.log.ProducerStateManager (files in the log dir)", body)
+	webRender(w, r, "segments of "+topic+"-"+strconv.Itoa(int(part)), "kafka.log.LogSegment, kafka.log.ProducerStateManager (files in the log dir)", webSegmentsTmpl, d)
 }
 
 // fileSize is a file's size, -1 when it does not exist (or cannot be read).

@@ -142,3 +142,17 @@ func queryName(r *http.Request, name string) (string, error) {
 	}
 	return s, nil
 }
+
+// webRender answers with JSON for ?format=json, else the page (or its body for the poll).
+func webRender(w http.ResponseWriter, r *http.Request, title, source string, t *template.Template, data any) {
+	if wantJSON(r) {
+		writeJSON(w, data)
+		return
+	}
+	body, err := renderTemplate(t, data)
+	if err != nil {
+		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	renderPage(w, r, title, source, body)
+}

@@ -80,21 +80,7 @@ func (b *Broker) webGroups(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Slice(data.Groups, func(i, j int) bool { return data.Groups[i].GroupID < data.Groups[j].GroupID })
-	b.webRender(w, r, "consumer groups", groupsSource, groupsTmpl, data)
-}
-
-// webRender answers with JSON for ?format=json, else the page (or its body for the poll).
-func (b *Broker) webRender(w http.ResponseWriter, r *http.Request, title, source string, t *template.Template, data any) {
-	if wantJSON(r) {
-		writeJSON(w, data)
-		return
-	}
-	body, err := renderTemplate(t, data)
-	if err != nil {
-		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	renderPage(w, r, title, source, body)
+	webRender(w, r, "consumer groups", groupsSource, groupsTmpl, data)
 }
 
 // ---- /group?id= ----
@@ -202,7 +188,7 @@ func (b *Broker) webGroup(w http.ResponseWriter, r *http.Request) {
 		a, c := d.Offsets[i], d.Offsets[j]
 		return a.Topic < c.Topic || a.Topic == c.Topic && a.Partition < c.Partition
 	})
-	b.webRender(w, r, "group "+id, "kafka.coordinator.group.GroupMetadata (DescribeGroups, OffsetFetch)", groupTmpl, d)
+	webRender(w, r, "group "+id, "kafka.coordinator.group.GroupMetadata (DescribeGroups, OffsetFetch)", groupTmpl, d)
 }
 
 // webLogEnd is a partition's log end offset from the local replica, and where it came from.
@@ -394,7 +380,7 @@ func (b *Broker) webFollow(w http.ResponseWriter, r *http.Request) {
 		}
 		sort.Slice(f.GroupsPast, func(i, j int) bool { return f.GroupsPast[i].GroupID < f.GroupsPast[j].GroupID })
 	}
-	b.webRender(w, r, fmt.Sprintf("follow %s-%d offset %d", topic, part, off), followSource, followTmpl, f)
+	webRender(w, r, fmt.Sprintf("follow %s-%d offset %d", topic, part, off), followSource, followTmpl, f)
 }
 
 // webTranslateOffset repeats LogSegment.translateOffset from the files: OffsetIndex.lookup
@@ -559,5 +545,5 @@ func (b *Broker) webZK(w http.ResponseWriter, r *http.Request) {
 	default:
 		n.Data, n.DataKind = fmt.Sprintf("% x", data[:min(len(data), 256)]), "binary"
 	}
-	b.webRender(w, r, "znode "+p, zkSource, zkTmpl, n)
+	webRender(w, r, "znode "+p, zkSource, zkTmpl, n)
 }
