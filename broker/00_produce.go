@@ -133,7 +133,7 @@ func (a *APIs) handleProduce(ctx context.Context, rc *RequestContext, req *kmsg.
 		respTopic.Partitions = respParts[first:len(respParts):len(respParts)]
 		resp.Topics = append(resp.Topics, respTopic)
 	}
-	conv.record(&a.Conversions)
+	conv.record(&a.Conversions, requestTimingOf(ctx))
 
 	if len(tps) > 0 {
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond

@@ -230,6 +230,9 @@ func (a *APIs) handleFetch(ctx context.Context, rc *RequestContext, req *kmsg.Fe
 		}
 	}
 	fctx.finish(resp, rc.zeroCopy, a.nowMs())
+	if legacy != nil {
+		legacy.timing = requestTimingOf(ctx)
+	}
 	return legacy.response(resp), nil
 }
 

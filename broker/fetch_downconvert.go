@@ -58,7 +58,8 @@ type legacyFetch struct {
 	stats   *ConversionStats
 	parts   []lazyFetchPart
 	logger  *logrus.Entry
-	metrics *apiMetrics // nil: none
+	metrics *apiMetrics    // nil: none
+	timing  *requestTiming // the request's conversion time and memory; nil: none
 }
 
 type lazyFetchPart struct {
@@ -244,6 +245,7 @@ func (lf *legacyFetch) count(part lazyFetchPart) {
 	lf.metrics.fetchConverted(part.tp.Topic, st.Messages) // FetchMessageConversionsPerSec (metrics_api.go)
 	lf.stats.TimeNanos.Add(st.Nanos)
 	lf.stats.TemporaryBytes.Add(st.TemporaryBytes)
+	lf.timing.addConversion(st.Nanos, st.TemporaryBytes)
 	if err := part.lazy.Err(); err != nil && !errors.Is(err, msgset.ErrDownConvertZstd) {
 		lf.logger.WithError(err).WithFields(logrus.Fields{"topic": part.tp.Topic, "partition": part.tp.Partition}).
 			Warn("fetch down-conversion stopped early")

@@ -97,7 +97,7 @@ type requestMetrics struct {
 	requests *prometheus.CounterVec // RequestsPerSec{request,version}
 	errors   *prometheus.CounterVec // ErrorsPerSec{request,error}
 
-	// hists are the eight histograms of each request name, created on its first request.
+	// hists are the histograms of each request name, created on its first request.
 	hists [numRequestNames]atomic.Pointer[requestHists]
 
 	rates [numRequestNames][maxMetricVersion + 1]atomic.Pointer[counterRef]
@@ -157,8 +157,22 @@ func (m *requestMetrics) errorCounter(key int16, code int16) prometheus.Counter 
 }
 
 // requestTiming is a connection's per-request record of purgatory time, found through the
-// context by the waits (quotaWaitStarted).
-type requestTiming struct{ remote atomic.Int64 }
+// context by the waits (quotaWaitStarted), and of message conversions (produce_legacy.go,
+// fetch_downconvert.go), as RequestChannel.Request's messageConversionsTimeNanos and
+// temporaryMemoryBytes.
+type requestTiming struct {
+	remote                  atomic.Int64
+	convNanos, convTmpBytes atomic.Int64
+}
+
+// addConversion records a conversion's time and temporary memory; t may be nil.
+func (t *requestTiming) addConversion(nanos, tmpBytes int64) {
+	if t == nil {
+		return
+	}
+	t.convNanos.Add(nanos)
+	t.convTmpBytes.Add(tmpBytes)
+}
 
 type requestTimingKey struct{}
 
@@ -193,6 +207,8 @@ func (c *connRequestMetrics) begin(received time.Time) {
 	}
 	c.received, c.dequeued = received, time.Now()
 	c.timing.remote.Store(0)
+	c.timing.convNanos.Store(0)
+	c.timing.convTmpBytes.Store(0)
 	c.m.inHandler.Add(1)
 }
 
@@ -237,6 +253,8 @@ func (c *connRequestMetrics) done(rc *RequestContext, req kmsg.Request, resp kms
 		histResponseSendTime:  ms(end.Sub(c.apiDone)),
 		histTotalTime:         ms(end.Sub(c.received)),
 		histRequestBytes:      float32(rc.Size),
+		histConversionsTime:   ms(time.Duration(c.timing.convNanos.Load())),
+		histTemporaryMemory:   float32(c.timing.convTmpBytes.Load()),
 	}
 	for _, i := range idx {
 		if i < 0 {
@@ -265,7 +283,8 @@ func ms(d time.Duration) float32 {
 	return float32(d.Microseconds()) / 1000
 }
 
-// The eight RequestMetrics histograms, in requestHists' order.
+// The RequestMetrics histograms, in requestHists' order; the last two exist for Produce and
+// Fetch only (hasHist).
 const (
 	histRequestQueueTime = iota
 	histLocalTime
@@ -275,8 +294,20 @@ const (
 	histResponseSendTime
 	histTotalTime
 	histRequestBytes
+	histConversionsTime
+	histTemporaryMemory
 	numRequestHists
 )
+
+// hasHist reports whether request name i has histogram hist: RequestMetrics creates
+// MessageConversionsTimeMs and TemporaryMemoryBytes only for the names Produce and Fetch
+// (not FetchConsumer/FetchFollower).
+func hasHist(i, hist int) bool {
+	if hist == histConversionsTime || hist == histTemporaryMemory {
+		return i == 0 || i == 1 // ApiKeys PRODUCE, FETCH
+	}
+	return true
+}
 
 var requestHistNames = [numRequestHists]struct{ name, help string }{
 	{"RequestQueueTimeMs", "Time from a request's last byte read to its handler starting (decoding; samsa has no request queue)"},
@@ -287,6 +318,8 @@ var requestHistNames = [numRequestHists]struct{ name, help string }{
 	{"ResponseSendTimeMs", "Time to encode and write the response"},
 	{"TotalTimeMs", "Time from a request's last byte read to its response written"},
 	{"RequestBytes", "Request sizes in bytes, header included"},
+	{"MessageConversionsTimeMs", "Time spent converting message formats for the request (Produce v0-v2 up-conversion, Fetch v0-v3 down-conversion)"},
+	{"TemporaryMemoryBytes", "Memory allocated for the request's message-format conversions"},
 }
 
 // histWindow is how many recent requests the percentiles cover per request name: Yammer's
@@ -294,8 +327,8 @@ var requestHistNames = [numRequestHists]struct{ name, help string }{
 const histWindow = 1028
 
 // requestHists are one request name's histograms: a ring of the last histWindow samples
-// each, under one lock, so a request costs one lock and eight stores (a Prometheus summary
-// costs about a microsecond per observation, eight per request).
+// each, under one lock, so a request costs one lock and ten stores (a Prometheus summary
+// costs about a microsecond per observation, ten per request).
 type requestHists struct {
 	mu    sync.Mutex
 	count uint64
@@ -327,7 +360,7 @@ func (m *requestMetrics) emitQuantiles(hist int, emit func(metrics.Sample)) {
 	var vals []float64
 	for i := range m.hists {
 		h := m.hists[i].Load()
-		if h == nil {
+		if h == nil || !hasHist(i, hist) {
 			continue
 		}
 		h.mu.Lock()
@@ -358,9 +391,9 @@ func (m *requestMetrics) emitQuantiles(hist int, emit func(metrics.Sample)) {
 	}
 }
 
-func (m *requestMetrics) emitCounts(_ int, emit func(metrics.Sample)) {
+func (m *requestMetrics) emitCounts(hist int, emit func(metrics.Sample)) {
 	for i := range m.hists {
-		if h := m.hists[i].Load(); h != nil {
+		if h := m.hists[i].Load(); h != nil && hasHist(i, hist) {
 			h.mu.Lock()
 			n := h.count
 			h.mu.Unlock()

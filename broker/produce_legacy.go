@@ -33,11 +33,13 @@ type legacyConversion struct {
 	nanos, tempBytes     int64
 }
 
-// record adds the request's conversions to the broker's counters.
-func (c *legacyConversion) record(s *ConversionStats) {
+// record adds the request's conversions to the broker's counters and to the request's own
+// (RequestMetrics' MessageConversionsTimeMs, TemporaryMemoryBytes); t may be nil.
+func (c *legacyConversion) record(s *ConversionStats, t *requestTiming) {
 	if c.partitions == 0 {
 		return
 	}
+	t.addConversion(c.nanos, c.tempBytes)
 	s.ProduceRequests.Add(1)
 	s.ProduceMessages.Add(int64(c.messages))
 	s.TimeNanos.Add(c.nanos)
