@@ -63,6 +63,10 @@ type options struct {
 	out           string
 	straceConsume bool
 	keep          bool
+	// osBuffers adds the target samsa-osbuf: samsa with socket.send.buffer.bytes,
+	// socket.receive.buffer.bytes and replica.socket.receive.buffer.bytes at -1 (the OS
+	// defaults, auto-tuned on Linux) beside samsa with Kafka's defaults.
+	osBuffers bool
 	prof          *profiler
 }
 
@@ -83,6 +87,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "also write the markdown table to this file")
 	flag.BoolVar(&o.straceConsume, "strace", false, "after the rounds, strace a samsa broker during a 10 KiB consume and report which syscalls carried the bytes")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp folder (broker logs) after the run")
+	flag.BoolVar(&o.osBuffers, "os-socket-buffers", false, "also run samsa with the socket buffer settings at -1 (OS defaults) as target samsa-osbuf, in the same rounds")
 	profDir := flag.String("profile", "", "write CPU profiles of the clients and of samsa's brokers for every workload of round 1 into this folder")
 	profSecs := flag.Int("profile-seconds", 3, "length of the broker profiles (size workloads to last at least this long)")
 	flag.Parse()
@@ -221,6 +226,12 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		if round%2 == 0 {
 			order = []string{"kfake", "samsa"}
 		}
+		if o.osBuffers {
+			order = append(order, "samsa-osbuf")
+			if round%2 == 0 {
+				order = []string{"samsa-osbuf", "kfake", "samsa"}
+			}
+		}
 		for _, tname := range order {
 			if err := runTarget(ctx, o, dir, zk, tname, round, ws, res); err != nil {
 				return err
@@ -279,9 +290,12 @@ func startTarget(ctx context.Context, o options, dir string, zk *zktest.Server, 
 	case "kfake":
 		return startKfake(ctx, o.kfakeBin, dir, fmt.Sprintf("kfake-r%d", round), 1)
 	case "samsa":
-		return startSamsa(ctx, o.samsaBin, dir, fmt.Sprintf("samsa-r%d", round), zk.Connect(fmt.Sprintf("bench-r%d-1", round)), 1)
+		return startSamsa(ctx, o.samsaBin, dir, fmt.Sprintf("samsa-r%d", round), zk.Connect(fmt.Sprintf("bench-r%d-1", round)), 1, "")
+	case "samsa-osbuf":
+		return startSamsa(ctx, o.samsaBin, dir, fmt.Sprintf("samsaos-r%d", round), zk.Connect(fmt.Sprintf("bench-r%d-os", round)), 1,
+			"socket.send.buffer.bytes: -1\nsocket.receive.buffer.bytes: -1\nreplica.socket.receive.buffer.bytes: -1\n")
 	case "samsa-3":
-		return startSamsa(ctx, o.samsaBin, dir, fmt.Sprintf("samsa3-r%d", round), zk.Connect(fmt.Sprintf("bench-r%d-3", round)), 3)
+		return startSamsa(ctx, o.samsaBin, dir, fmt.Sprintf("samsa3-r%d", round), zk.Connect(fmt.Sprintf("bench-r%d-3", round)), 3, "")
 	}
 	return nil, fmt.Errorf("unknown target %s", tname)
 }
@@ -478,6 +492,9 @@ func renderTable(o options, ws []workload, res results, baselines []map[string]r
 	for _, w := range ws {
 		cells := res[w.name]
 		names := []string{"samsa", "kfake"}
+		if o.osBuffers {
+			names = append(names, "samsa-osbuf")
+		}
 		if w.rf3 {
 			names = []string{"samsa-3"}
 		}
@@ -497,7 +514,7 @@ func renderTable(o options, ws []workload, res results, baselines []map[string]r
 				lat50, lat99 = f(s.p50, 2), f(s.p99, 2)
 			}
 			ratioR, ratioC := "", ""
-			if tn == "samsa" && k.n > 0 {
+			if (tn == "samsa" || tn == "samsa-osbuf") && k.n > 0 {
 				ratioR = fmt.Sprintf("%.2f", s.recs[0]/k.recs[0])
 				if k.cpu[0] > 0 {
 					ratioC = fmt.Sprintf("%.2f", s.cpu[0]/k.cpu[0])

@@ -104,7 +104,8 @@ func stopProcess(cmd *exec.Cmd, grace time.Duration) {
 
 // startSamsa starts n samsa brokers (ids 1..n) against ZooKeeper zkConnect (with a chroot
 // unique to this cluster) and waits until all are registered and a controller is known.
-func startSamsa(ctx context.Context, bin, dir, name, zkConnect string, n int) (*target, error) {
+// extra is appended to every broker's YAML config.
+func startSamsa(ctx context.Context, bin, dir, name, zkConnect string, n int, extra string) (*target, error) {
 	t := &target{name: name}
 	var cmds []*exec.Cmd
 	t.stop = func() {
@@ -137,6 +138,7 @@ func startSamsa(ctx context.Context, bin, dir, name, zkConnect string, n int) (*
 			// would keep transactions waiting for brokers that never come).
 			cfg += "transaction.state.log.replication.factor: 1\ntransaction.state.log.min.isr: 1\n"
 		}
+		cfg += extra
 		cfgPath := filepath.Join(bdir, "server.yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			t.stop()

@@ -417,7 +417,7 @@ func (b *Broker) start(ctx context.Context) error {
 	}
 	// Listeners: bind all first so a port clash fails start-up before anything is registered.
 	for _, l := range cfg.Listeners {
-		bl, err := bindListener(l, secs[l.Name])
+		bl, err := bindListener(l, secs[l.Name], cfg)
 		if err != nil {
 			return err
 		}

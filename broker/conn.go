@@ -160,6 +160,9 @@ type SocketServer struct {
 	// Quotas are the broker's connection limits (conn_quotas.go), shared by its listeners;
 	// nil accepts every connection. Set before Serve.
 	Quotas *ConnectionQuotas
+	// SendBufferBytes is socket.send.buffer.bytes, set on each accepted connection as
+	// Kafka's Acceptor does; ≤ 0 (Kafka's -1) leaves the OS default. Set before Serve.
+	SendBufferBytes int
 
 	l               net.Listener
 	listenerName    string
@@ -253,6 +256,11 @@ func (s *SocketServer) Serve(ctx context.Context) error {
 			continue
 		}
 		backoff = 0
+		if tc, ok := c.(*net.TCPConn); ok && s.SendBufferBytes > 0 {
+			if err := tc.SetWriteBuffer(s.SendBufferBytes); err != nil {
+				s.log.WithError(err).Debug("socket.send.buffer.bytes not applied")
+			}
+		}
 		ip := remoteIP(c.RemoteAddr())
 		if !s.admit(ctx, c, ip) {
 			continue

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net"
@@ -14,13 +15,16 @@ import (
 	"github.com/samsa-kafka/samsa/internal/config"
 	"github.com/samsa-kafka/samsa/internal/security/sasl"
 	"github.com/samsa-kafka/samsa/internal/security/tlsconf"
+	"github.com/samsa-kafka/samsa/internal/sockopt"
 	"github.com/samsa-kafka/samsa/zkmeta"
 )
 
 // bindListener binds one `listeners` entry; start-up and dynamic additions share it so both
-// report a clash the same way.
-func bindListener(l config.Listener, sec *ListenerSecurity) (*boundListener, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
+// report a clash the same way. socket.receive.buffer.bytes is set on the listening socket,
+// as Kafka's Acceptor does, so accepted connections inherit it from their first segment.
+func bindListener(l config.Listener, sec *ListenerSecurity, cfg *config.Config) (*boundListener, error) {
+	lc := net.ListenConfig{Control: sockopt.Control(0, int(propInt(cfg.Props, "socket.receive.buffer.bytes", 102400)))}
+	ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s://%s:%d: %w", l.Name, l.Host, l.Port, err)
 	}
@@ -38,6 +42,7 @@ func (b *Broker) serveListener(bl *boundListener, cfg *config.Config, quotas *Co
 	bl.server = NewSocketServer(bl.ln, bl.cfg.Name, b.apis, maxReq, log)
 	bl.server.Security = bl.sec
 	bl.server.Quotas = quotas
+	bl.server.SendBufferBytes = int(propInt(cfg.Props, "socket.send.buffer.bytes", 102400))
 	b.wg.Add(1)
 	go func(s *SocketServer) {
 		defer b.wg.Done()
@@ -221,7 +226,7 @@ func (r *dynamicListenerConfig) Reconfigure(oldCfg, newCfg *config.Config) {
 		sec, err := b.newListenerSecurity(newCfg, l)
 		if err == nil {
 			var bl *boundListener
-			if bl, err = bindListener(l, sec); err == nil {
+			if bl, err = bindListener(l, sec, newCfg); err == nil {
 				r.quotas.addListener(newCfg, l.Name)
 				b.serveListener(bl, newCfg, r.quotas)
 				b.listeners = append(b.listeners, bl)

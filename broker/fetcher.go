@@ -52,6 +52,7 @@ type FetcherConfig struct {
 	MinBytes         int32         // replica.fetch.min.bytes (1)
 	Backoff          time.Duration // replica.fetch.backoff.ms (1 s)
 	SocketTimeout    time.Duration // replica.socket.timeout.ms (30 s)
+	ReceiveBuffer    int           // replica.socket.receive.buffer.bytes (64 KiB; ≤ 0: OS default)
 	Listener         string        // inter.broker.listener.name
 }
 
@@ -352,8 +353,8 @@ func (f *replicaFetcher) ensureConn() error {
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.SocketTimeout)
 	defer cancel()
-	c, err := f.m.rm.cfg.Dialer.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))),
-		fmt.Sprintf("broker-%d-fetcher-%d", f.m.rm.cfg.BrokerID, f.key.id))
+	c, err := f.m.rm.cfg.Dialer.DialReceiveBuffer(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))),
+		fmt.Sprintf("broker-%d-fetcher-%d", f.m.rm.cfg.BrokerID, f.key.id), f.m.cfg.ReceiveBuffer)
 	if err != nil {
 		return err
 	}

@@ -169,6 +169,7 @@ func (rm *ReplicaManager) fetcherConfig() FetcherConfig {
 		MinBytes:         c.ReplicaFetchMinBytes,
 		Backoff:          c.ReplicaFetchBackoff,
 		SocketTimeout:    c.ReplicaSocketTimeout,
+		ReceiveBuffer:    int(propInt(c.Props, "replica.socket.receive.buffer.bytes", 65536)),
 		Listener:         c.InterBrokerListenerName,
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/samsa-kafka/samsa/internal/sockopt"
 )
 
 // ErrAuthentication wraps every SASL failure, so callers can tell a refused login (which a
@@ -62,12 +64,19 @@ func (d *Dialer) Mechanism() sasl.Mechanism {
 // SASL, in the order of Kafka's SaslClientAuthenticator: ApiVersions, SaslHandshake,
 // then SaslAuthenticate rounds until the mechanism is done.
 func (d *Dialer) Dial(ctx context.Context, addr, clientID string) (*Conn, error) {
+	return d.DialReceiveBuffer(ctx, addr, clientID, -1)
+}
+
+// DialReceiveBuffer is Dial with the socket's receive buffer set to recvBuf bytes before it
+// connects (replica.socket.receive.buffer.bytes for a follower's fetch connections); ≤ 0
+// (Kafka's -1) leaves the OS default.
+func (d *Dialer) DialReceiveBuffer(ctx context.Context, addr, clientID string, recvBuf int) (*Conn, error) {
 	if d != nil && d.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	var nd net.Dialer
+	nd := net.Dialer{Control: sockopt.Control(0, recvBuf)}
 	nc, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kclient: dial %s: %w", addr, err)
