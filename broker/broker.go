@@ -102,10 +102,10 @@ type Broker struct {
 	done chan struct{} // closed when the broker fails on its own (Err says why)
 	err  error
 
-	debug *debugServer // samsa.debug.listener (pprof); nil when off (debug.go)
-	// metrics and http: the metrics registry and samsa.http.listener (http_listener.go).
-	metrics *metrics.Registry
-	http    *debugServer
+	debug        *debugServer      // samsa.debug.listener (pprof); nil when off (debug.go)
+	metrics      *metrics.Registry // the metrics registry (http_listener.go)
+	http         *debugServer      // samsa.http.listener (http_listener.go)
+	stateChanges *stateChangeLog   // samsa.state.change.log.file and the tail (statechange_log.go)
 
 	// listenersMu guards listeners, which dynamic listener updates change at runtime;
 	// listenersClosed stops them adding any once shutdown has begun.

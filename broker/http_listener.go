@@ -18,6 +18,9 @@ import (
 func (b *Broker) startMetrics() error {
 	b.metrics = metrics.NewRegistry()
 	b.registerMetrics(b.metrics)
+	if err := b.startStateChangeLog(); err != nil { // statechange_log.go
+		return err
+	}
 	if b.cfg.HTTPListener == "" {
 		return nil
 	}
@@ -39,6 +42,7 @@ func (b *Broker) startMetrics() error {
 
 // stopMetrics closes samsa.http.listener.
 func (b *Broker) stopMetrics() {
+	b.stopStateChangeLog() // statechange_log.go
 	if b.http != nil {
 		b.http.Close()
 	}

@@ -12,6 +12,7 @@ import (
 
 // addWebView mounts the internals view's pages on mux.
 func (b *Broker) addWebView(mux *http.ServeMux) {
-	b.addWebViewCluster(mux) // webview_cluster.go
-	b.addWebViewGroups(mux)  // webview_groups.go
+	b.addWebViewCluster(mux)    // webview_cluster.go
+	b.addWebViewGroups(mux)     // webview_groups.go
+	b.addWebViewController(mux) // webview_controller.go
 }

@@ -1,19 +1,19 @@
 package broker
 
-// webview_cluster.go — the internals view's cluster, partition and segment pages. Each reads
+// webview_cluster.go — the internals view's cluster and partition pages. Each starts from
 // this broker's own state: the MetadataCache (what the controller last sent in
-// UpdateMetadata), the ReplicaManager's hosted partitions, and the logs' segments on disk.
+// UpdateMetadata) and the ReplicaManager's hosted partitions; what only the other brokers
+// know (their replicas' offsets, their ZooKeeper sessions, the controller they see) is
+// gathered from their pages (webview_remote.go) unless ?scope=local asks for this broker's
+// view alone. The segments page is in webview_segments.go.
 
 import (
+	"encoding/json"
 	"html/template"
-	"math"
 	"net/http"
-	"os"
-	"path/filepath"
+	"net/url"
 	"sort"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/samsa-kafka/samsa/logstore"
 )
@@ -22,7 +22,7 @@ import (
 func (b *Broker) addWebViewCluster(mux *http.ServeMux) {
 	mux.HandleFunc("/", readOnly(b.webCluster))
 	mux.HandleFunc("/partitions", readOnly(b.webPartitions))
-	mux.HandleFunc("/segments", readOnly(b.webSegments))
+	mux.HandleFunc("/segments", readOnly(b.webSegments)) // webview_segments.go
 }
 
 // webBroker is one live broker as kafka.server.MetadataCache knows it (from /brokers/ids/<id>).
@@ -34,6 +34,7 @@ type webBroker struct {
 
 type webClusterData struct {
 	BrokerID        int32       `json:"broker_id"`
+	HTTP            string      `json:"http"` // this broker's samsa.http.listener, as bound
 	ControllerID    int32       `json:"controller_id"`
 	ControllerEpoch int32       `json:"controller_epoch"`
 	ActiveHere      bool        `json:"active_controller_here"`
@@ -42,10 +43,34 @@ type webClusterData struct {
 	ZKConnected     bool        `json:"zk_connected"`
 	ZKSessionID     string      `json:"zk_session_id"`
 	ZKTimeoutMs     int64       `json:"zk_session_timeout_ms"`
+	// Views is every live broker's own answer (this one's included), gathered from their
+	// pages; absent with ?scope=local.
+	Views []webBrokerView `json:"views,omitempty"`
+	// ControllerPage is the controller's /controller page, when its listener is known.
+	ControllerPage string `json:"controller_page,omitempty"`
+}
+
+// webBrokerView is one broker's view of the cluster as it reports it itself.
+type webBrokerView struct {
+	ID              int32  `json:"id"`
+	Self            bool   `json:"self"`
+	HTTP            string `json:"http,omitempty"`
+	Answered        bool   `json:"answered"`
+	Error           string `json:"error,omitempty"`
+	ControllerID    int32  `json:"controller_id"`
+	ControllerEpoch int32  `json:"controller_epoch"`
+	ActiveHere      bool   `json:"active_controller_here"`
+	BrokersKnown    int    `json:"brokers_known"`
+	ZKState         string `json:"zk_state"`
+	ZKConnected     bool   `json:"zk_connected"`
+	ZKSessionID     string `json:"zk_session_id"`
+	// Disagrees: it sees another controller than this broker does (a view is stale, or an
+	// election is under way).
+	Disagrees bool `json:"disagrees,omitempty"`
 }
 
 func (b *Broker) clusterData() webClusterData {
-	d := webClusterData{BrokerID: b.brokerID, ControllerID: -1, ControllerEpoch: -1}
+	d := webClusterData{BrokerID: b.brokerID, HTTP: b.HTTPAddr(), ControllerID: -1, ControllerEpoch: -1}
 	if b.metadata != nil {
 		d.ControllerID = b.metadata.ControllerID()
 		for _, bm := range b.metadata.AliveBrokers() {
@@ -74,8 +99,45 @@ func (b *Broker) clusterData() webClusterData {
 	return d
 }
 
+// viewOf is d as one row of the brokers' views.
+func (d webClusterData) viewOf() webBrokerView {
+	return webBrokerView{ID: d.BrokerID, HTTP: d.HTTP, Answered: true, ControllerID: d.ControllerID, ControllerEpoch: d.ControllerEpoch,
+		ActiveHere: d.ActiveHere, BrokersKnown: len(d.Brokers), ZKState: d.ZKState, ZKConnected: d.ZKConnected, ZKSessionID: d.ZKSessionID}
+}
+
+// addViews gathers every live peer's cluster page and lists the views by broker id.
+func (b *Broker) addViews(d *webClusterData) {
+	self := d.viewOf()
+	self.Self = true
+	d.Views = []webBrokerView{self}
+	for id, a := range b.webGatherPeers("/").answers {
+		v := webBrokerView{ID: id, HTTP: a.HTTP, Error: a.Err, ControllerID: -1, ControllerEpoch: -1}
+		var pd webClusterData
+		if a.Err == "" {
+			if err := json.Unmarshal(a.Body, &pd); err != nil {
+				v.Error = "its page is not the cluster view's JSON: " + err.Error()
+			} else {
+				v = pd.viewOf()
+				v.HTTP = a.HTTP
+				v.Disagrees = v.ControllerID != d.ControllerID
+			}
+		}
+		d.Views = append(d.Views, v)
+	}
+	sort.Slice(d.Views, func(i, j int) bool { return d.Views[i].ID < d.Views[j].ID })
+	for _, v := range d.Views {
+		switch {
+		case v.ID != d.ControllerID:
+		case v.Self:
+			d.ControllerPage = "/controller"
+		case v.HTTP != "":
+			d.ControllerPage = (&url.URL{Scheme: "http", Host: v.HTTP, Path: "/controller"}).String()
+		}
+	}
+}
+
 var webClusterTmpl = template.Must(template.New("cluster").Parse(`
-<p>This broker: <b>{{.BrokerID}}</b>. Controller: <b>{{.ControllerID}}</b>{{if .ActiveHere}} (this broker is the active kafka.controller.KafkaController){{end}},
+<p>This broker: <b>{{.BrokerID}}</b>. Controller: <b>{{.ControllerID}}</b>{{if .ActiveHere}} (this broker is the active kafka.controller.KafkaController){{end}}{{if .ControllerPage}} (<a href="{{.ControllerPage}}">its event queue</a>){{end}},
 controller epoch <b>{{.ControllerEpoch}}</b>
 <span class="src">(elected through ZooKeeper /controller and /controller_epoch; as this broker last heard in UpdateMetadata / LeaderAndIsr: kafka.server.MetadataCache, ReplicaManager.controllerEpoch)</span></p>
 <h2>Live brokers</h2>
@@ -87,6 +149,13 @@ controller epoch <b>{{.ControllerEpoch}}</b>
 <p class="src">kafka.zookeeper.ZooKeeperClient</p>
 <table><tr><th>state</th><td>{{.ZKState}}</td></tr><tr><th>connected</th><td>{{.ZKConnected}}</td></tr>
 <tr><th>session id</th><td>{{.ZKSessionID}}</td></tr><tr><th>session timeout (ms)</th><td>{{.ZKTimeoutMs}}</td></tr></table>
+{{if .Views}}<h2>Every broker's view</h2>
+<p class="src">each live broker's own cluster page (?scope=local), found through DescribeConfigs of its samsa.http.listener: the controller it sees (its MetadataCache) and its kafka.zookeeper.ZooKeeperClient session</p>
+<table><tr><th>broker</th><th>internals view</th><th>answered</th><th>controller it sees</th><th>controller epoch</th><th>live brokers it knows</th><th>ZooKeeper state</th><th>session id</th></tr>
+{{range .Views}}<tr><td>{{.ID}}{{if .Self}} (this broker){{end}}</td><td>{{if .HTTP}}<a href="http://{{.HTTP}}/">{{.HTTP}}</a>{{end}}</td>
+{{if .Answered}}<td>yes</td><td>{{.ControllerID}}{{if .ActiveHere}} (itself){{end}}{{if .Disagrees}} <b>differs</b>{{end}}</td><td>{{.ControllerEpoch}}</td><td>{{.BrokersKnown}}</td><td>{{.ZKState}}{{if not .ZKConnected}} (not connected){{end}}</td><td>{{.ZKSessionID}}</td>
+{{else}}<td><b>no answer</b></td><td colspan="5">{{.Error}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
 <p><a href="/partitions">partitions</a> · <a href="/groups">consumer groups</a> · <a href="/zk">ZooKeeper tree</a> · <a href="/metrics">metrics</a></p>
 `))
 
@@ -96,7 +165,10 @@ func (b *Broker) webCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := b.clusterData()
-	webRender(w, r, "cluster", "ZooKeeper /controller, /brokers/ids/<id>; kafka.server.MetadataCache", webClusterTmpl, d)
+	if !webLocalOnly(r) {
+		b.addViews(&d)
+	}
+	webRender(w, r, "cluster", "ZooKeeper /controller, /brokers/ids/<id>; kafka.server.MetadataCache; the other brokers' pages", webClusterTmpl, d)
 }
 
 // webFollower is a follower as the leader's kafka.cluster.Replica tracks it.
@@ -120,7 +192,28 @@ type webPartition struct {
 	LogStartOffset int64         `json:"log_start_offset,omitempty"`
 	LogEndOffset   int64         `json:"log_end_offset,omitempty"`
 	HighWatermark  int64         `json:"high_watermark,omitempty"`
+	Size           int64         `json:"size,omitempty"`
 	Followers      []webFollower `json:"followers,omitempty"`
+	// ReplicaViews is every replica as its own broker reports it (absent with ?scope=local).
+	ReplicaViews []webReplicaView `json:"replica_views,omitempty"`
+}
+
+// webReplicaView is one replica of a partition as the broker holding it reports it.
+type webReplicaView struct {
+	Broker   int32  `json:"broker"`
+	HTTP     string `json:"http,omitempty"` // its broker's internals view
+	Answered bool   `json:"answered"`       // its broker answered (this broker always does)
+	Hosted   bool   `json:"hosted"`         // its broker holds a log for it
+	Role     string `json:"role,omitempty"` // leader or follower, as its broker sees itself
+	// kafka.log.UnifiedLog on its broker.
+	LogStartOffset int64 `json:"log_start_offset"`
+	LogEndOffset   int64 `json:"log_end_offset"`
+	HighWatermark  int64 `json:"high_watermark"`
+	Size           int64 `json:"size"`
+	// Lag is the leader's log end offset (as the leader reports it) minus this one's; -1
+	// when either is unknown. Views are taken up to a second apart, so it is approximate.
+	Lag  int64  `json:"lag"`
+	Note string `json:"note,omitempty"` // why there is nothing to show
 }
 
 func (b *Broker) partitionsData() []webPartition {
@@ -170,6 +263,7 @@ func (b *Broker) addReplicaState(wp *webPartition) {
 	wp.Hosted = true
 	wp.IsLeader = p.mu.leaderID == p.localBrokerID
 	wp.LogStartOffset, wp.LogEndOffset, wp.HighWatermark = l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark()
+	wp.Size = l.Size()
 	if !wp.IsLeader {
 		return
 	}
@@ -185,134 +279,100 @@ func (b *Broker) addReplicaState(wp *webPartition) {
 	sort.Slice(wp.Followers, func(i, j int) bool { return wp.Followers[i].ID < wp.Followers[j].ID })
 }
 
+// webPeerPartitions is one peer's /partitions answer, by topic-partition.
+type webPeerPartitions struct {
+	answer webPeerAnswer
+	parts  map[logstore.TopicPartition]webPartition
+}
+
+// peerPartitions decodes the gathered /partitions answers, once per fan-out.
+func (g *webGather) peerPartitions() map[int32]webPeerPartitions {
+	g.partsOnce.Do(func() {
+		g.parts = map[int32]webPeerPartitions{}
+		for id, a := range g.answers {
+			pp := webPeerPartitions{answer: a, parts: map[logstore.TopicPartition]webPartition{}}
+			if a.Err == "" {
+				var list []webPartition
+				if err := json.Unmarshal(a.Body, &list); err != nil {
+					pp.answer.Err = "its page is not the partitions view's JSON: " + err.Error()
+				}
+				for _, p := range list {
+					pp.parts[logstore.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p
+				}
+			}
+			g.parts[id] = pp
+		}
+	})
+	return g.parts
+}
+
+// addReplicaViews gathers the peers' own partitions and sets every partition's replica views.
+func (b *Broker) addReplicaViews(parts []webPartition) {
+	peers := b.webGatherPeers("/partitions").peerPartitions()
+	self := b.HTTPAddr()
+	for i := range parts {
+		wp := &parts[i]
+		tp := logstore.TopicPartition{Topic: wp.Topic, Partition: wp.Partition}
+		views := make([]webReplicaView, 0, len(wp.Replicas))
+		for _, id := range wp.Replicas {
+			v := webReplicaView{Broker: id, LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1, Size: -1, Lag: -1}
+			var rp webPartition
+			switch pp, ok := peers[id]; {
+			case id == b.brokerID:
+				v.HTTP, v.Answered, rp = self, true, *wp
+			case !ok:
+				v.Note = "broker " + strconv.Itoa(int(id)) + " is not alive (not registered at /brokers/ids)"
+			case pp.answer.Err != "":
+				v.HTTP, v.Note = pp.answer.HTTP, "no answer: "+pp.answer.Err
+			default:
+				v.HTTP, v.Answered, rp = pp.answer.HTTP, true, pp.parts[tp]
+			}
+			if v.Answered && !rp.Hosted {
+				v.Note = "no log for it on its broker (not yet created, or being deleted)"
+			}
+			if rp.Hosted {
+				v.Hosted, v.Role = true, "follower"
+				if rp.IsLeader {
+					v.Role = "leader"
+				}
+				v.LogStartOffset, v.LogEndOffset, v.HighWatermark, v.Size = rp.LogStartOffset, rp.LogEndOffset, rp.HighWatermark, rp.Size
+			}
+			views = append(views, v)
+		}
+		leaderLEO := int64(-1)
+		for _, v := range views {
+			if v.Broker == wp.Leader && v.Role == "leader" {
+				leaderLEO = v.LogEndOffset
+			}
+		}
+		for j := range views {
+			if leaderLEO >= 0 && views[j].Hosted {
+				views[j].Lag = max(leaderLEO-views[j].LogEndOffset, 0)
+			}
+		}
+		wp.ReplicaViews = views
+	}
+}
+
 var webPartitionsTmpl = template.Must(template.New("partitions").Parse(`
 <p class="src">leader, epoch, ISR, replicas: kafka.server.MetadataCache (ZooKeeper /brokers/topics/&lt;topic&gt;/partitions/&lt;p&gt;/state);
-offsets: kafka.cluster.Partition and kafka.log.UnifiedLog; followers: kafka.cluster.Replica (leader only)</p>
+replicas' offsets: kafka.log.UnifiedLog on each replica's broker (its own page, gathered; lag = leader's log end offset − the replica's);
+followers as the leader sees them: kafka.cluster.Replica (this broker's leaders only)</p>
 <table><tr><th>topic</th><th>partition</th><th>leader</th><th>leader epoch</th><th>ISR</th><th>replicas</th>
-<th>here</th><th>log start</th><th>log end offset</th><th>high watermark</th><th>followers (LEO / lag)</th></tr>
+<th>here</th><th>log start</th><th>log end offset</th><th>high watermark</th><th>followers (LEO / lag)</th><th>every replica (broker: role, log start / LEO / HW, size, lag)</th></tr>
 {{range .}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Leader}}</td><td>{{.LeaderEpoch}}</td><td>{{.ISR}}</td><td>{{.Replicas}}{{if .Offline}} offline {{.Offline}}{{end}}</td>
 {{if .Hosted}}<td><a href="/segments?topic={{.Topic}}&amp;partition={{.Partition}}">{{if .IsLeader}}leader{{else}}follower{{end}}</a></td>
 <td>{{.LogStartOffset}}</td><td>{{.LogEndOffset}}</td><td>{{.HighWatermark}}</td>
 <td>{{range .Followers}}{{.ID}}: {{if lt .LogEndOffset 0}}not fetched yet{{else}}{{.LogEndOffset}} / {{.Lag}}{{end}}<br>{{end}}</td>
-{{else}}<td>—</td><td></td><td></td><td></td><td></td>{{end}}</tr>
+{{else}}<td>—</td><td></td><td></td><td></td><td></td>{{end}}
+<td>{{$t := .Topic}}{{$p := .Partition}}{{range .ReplicaViews}}{{.Broker}}: {{if .Hosted}}{{if .HTTP}}<a href="http://{{.HTTP}}/segments?topic={{$t}}&amp;partition={{$p}}">{{.Role}}</a>{{else}}{{.Role}}{{end}}, {{.LogStartOffset}} / {{.LogEndOffset}} / {{.HighWatermark}}, {{.Size}} B, lag {{if ge .Lag 0}}{{.Lag}}{{else}}?{{end}}{{else}}<i>{{.Note}}</i>{{end}}<br>{{end}}</td></tr>
 {{end}}</table>
 `))
 
 func (b *Broker) webPartitions(w http.ResponseWriter, r *http.Request) {
 	d := b.partitionsData()
-	webRender(w, r, "partitions", "kafka.server.MetadataCache, kafka.cluster.Partition, kafka.cluster.Replica", webPartitionsTmpl, d)
-}
-
-// webSegment is one kafka.log.LogSegment: its .log file and the index files beside it.
-type webSegment struct {
-	BaseOffset       int64  `json:"base_offset"`
-	NextOffset       int64  `json:"next_offset"`
-	Size             int64  `json:"size"`
-	FirstTimestamp   int64  `json:"first_batch_max_timestamp"` // -1 when empty
-	LargestTimestamp int64  `json:"largest_timestamp"`
-	LastModified     string `json:"last_modified"`
-	Active           bool   `json:"active"`
-	File             string `json:"file"`
-	IndexSize        int64  `json:"index_size"`     // .index bytes (8 per entry)
-	TimeIndexSize    int64  `json:"timeindex_size"` // .timeindex bytes (12 per entry)
-	TxnIndex         bool   `json:"txnindex"`
-}
-
-type webSegmentsData struct {
-	Topic             string       `json:"topic"`
-	Partition         int32        `json:"partition"`
-	Dir               string       `json:"dir"`
-	LogStartOffset    int64        `json:"log_start_offset"`
-	LogEndOffset      int64        `json:"log_end_offset"`
-	HighWatermark     int64        `json:"high_watermark"`
-	Segments          []webSegment `json:"segments"`
-	ProducerSnapshots []string     `json:"producer_snapshots"`
-	// LeaderEpochs is leader-epoch-checkpoint (kafka.server.epoch.LeaderEpochFileCache).
-	LeaderEpochs []logstore.EpochEntry `json:"leader_epochs"`
-}
-
-// entries counts a closed segment's index entries from its file size; the active segment's
-// indexes are preallocated (Kafka's AbstractIndex), so their size says nothing.
-var webSegmentsTmpl = template.Must(template.New("segments").Funcs(template.FuncMap{
-	"entries": func(size, per int64) int64 {
-		if size < 0 {
-			return 0
-		}
-		return size / per
-	},
-}).Parse(`
-<p>{{.Topic}}-{{.Partition}} in <code>{{.Dir}}</code>: log start {{.LogStartOffset}}, log end offset {{.LogEndOffset}}, high watermark {{.HighWatermark}}</p>
-<p class="src">kafka.log.LogSegment: &lt;base offset&gt;.log, .index (offset → position, 8 bytes an entry), .timeindex (12 bytes an entry), .txnindex (aborted transactions)</p>
-<table><tr><th>base offset</th><th>next offset</th><th>size (bytes)</th><th>first batch max ts</th><th>largest ts</th><th>modified</th>
-<th>index entries</th><th>time-index entries</th><th>.txnindex</th><th>active</th><th>file</th></tr>
-{{range .Segments}}<tr><td>{{.BaseOffset}}</td><td>{{.NextOffset}}</td><td>{{.Size}}</td><td>{{.FirstTimestamp}}</td><td>{{.LargestTimestamp}}</td><td>{{.LastModified}}</td>
-{{if .Active}}<td colspan="2">preallocated (active)</td>{{else}}<td>{{entries .IndexSize 8}}</td><td>{{entries .TimeIndexSize 12}}</td>{{end}}<td>{{if .TxnIndex}}yes{{else}}—{{end}}</td><td>{{if .Active}}active{{end}}</td><td><code>{{.File}}</code></td></tr>
-{{end}}</table>
-<h2>Leader epochs</h2>
-<p class="src">kafka.server.epoch.LeaderEpochFileCache: leader-epoch-checkpoint, the first offset of each epoch</p>
-<table><tr><th>epoch</th><th>start offset</th></tr>
-{{range .LeaderEpochs}}<tr><td>{{.Epoch}}</td><td>{{.StartOffset}}</td></tr>{{end}}</table>
-<h2>Producer state snapshots</h2>
-<p class="src">kafka.log.ProducerStateManager: &lt;offset&gt;.snapshot</p>
-<ul>{{range .ProducerSnapshots}}<li><code>{{.}}</code></li>{{else}}<li>none</li>{{end}}</ul>
-`))
-
-func (b *Broker) webSegments(w http.ResponseWriter, r *http.Request) {
-	topic, err := queryName(r, "topic")
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
+	if !webLocalOnly(r) {
+		b.addReplicaViews(d)
 	}
-	part, err := queryInt(r, "partition", 0, math.MaxInt32)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	if b.metadata == nil || !b.metadata.Contains(topic) {
-		notFound(w, "unknown topic %q: not in this broker's metadata cache", topic)
-		return
-	}
-	tp := logstore.TopicPartition{Topic: topic, Partition: int32(part)}
-	if _, ok := b.metadata.Partition(tp); !ok {
-		notFound(w, "unknown partition %d of topic %q", part, topic)
-		return
-	}
-	var l *logstore.Log
-	if b.replicas != nil {
-		if p, err := b.replicas.Partition(tp); err == nil && p != nil {
-			l = p.Log()
-		}
-	}
-	if l == nil {
-		notFound(w, "partition %s-%d is not hosted on broker %d; see /partitions for its replicas", topic, part, b.brokerID)
-		return
-	}
-	d := webSegmentsData{Topic: topic, Partition: int32(part), Dir: l.Dir(), LogStartOffset: l.LogStartOffset(),
-		LogEndOffset: l.LogEndOffset(), HighWatermark: l.HighWatermark(), Segments: []webSegment{}, ProducerSnapshots: []string{},
-		LeaderEpochs: append([]logstore.EpochEntry{}, l.EpochEntries()...)}
-	for _, s := range l.Segments() {
-		stem := strings.TrimSuffix(s.LogFile, logstore.LogFileSuffix)
-		ws := webSegment{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset, Size: s.Size, FirstTimestamp: s.FirstBatchTimestamp,
-			LargestTimestamp: s.LargestTimestamp, LastModified: s.LastModified.UTC().Format(time.RFC3339), Active: s.Active,
-			File: filepath.Base(s.LogFile), IndexSize: fileSize(stem + logstore.IndexFileSuffix), TimeIndexSize: fileSize(stem + logstore.TimeIndexFileSuffix)}
-		ws.TxnIndex = fileSize(stem+logstore.TxnIndexFileSuffix) >= 0
-		d.Segments = append(d.Segments, ws)
-	}
-	if ents, err := os.ReadDir(l.Dir()); err == nil {
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), logstore.SnapshotFileSuffix) {
-				d.ProducerSnapshots = append(d.ProducerSnapshots, e.Name())
-			}
-		}
-	}
-	webRender(w, r, "segments of "+topic+"-"+strconv.Itoa(int(part)), "kafka.log.LogSegment, kafka.log.ProducerStateManager (files in the log dir)", webSegmentsTmpl, d)
-}
-
-// fileSize is a file's size, -1 when it does not exist (or cannot be read).
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return -1
-	}
-	return fi.Size()
+	webRender(w, r, "partitions", "kafka.server.MetadataCache, kafka.cluster.Partition, kafka.cluster.Replica, kafka.log.UnifiedLog on every replica's broker", webPartitionsTmpl, d)
 }

@@ -27,7 +27,7 @@ th{background:#f0f0f0}
 .src{color:#666;font-size:.85em}
 nav a{margin-right:1em}
 </style></head><body>
-<nav><a href="/">cluster</a><a href="/partitions">partitions</a><a href="/groups">groups</a><a href="/zk">zookeeper</a><a href="/metrics">metrics</a></nav>
+<nav><a href="/">cluster</a><a href="/partitions">partitions</a><a href="/controller">controller</a><a href="/groups">groups</a><a href="/zk">zookeeper</a><a href="/metrics">metrics</a></nav>
 <h1>{{.Title}}</h1>
 <p class="src">source: {{.Source}}</p>
 <div id="body">{{.Body}}</div>

@@ -192,8 +192,9 @@ func (b *Broker) webGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // webLogEnd is a partition's log end offset from the local replica, and where it came from.
-// The metadata cache (UpdateMetadata) carries no offsets, so a partition not hosted here
-// has no lag on this broker's page.
+// The metadata cache (UpdateMetadata) carries no offsets, so for a partition not hosted here
+// it is the leader's, from the leader's own page; only when that is unavailable is the lag
+// unknown on this broker's page.
 func (b *Broker) webLogEnd(tp logstore.TopicPartition) (int64, string) {
 	if b.replicas != nil {
 		if p, err := b.replicas.Partition(tp); err == nil {
@@ -208,6 +209,9 @@ func (b *Broker) webLogEnd(tp logstore.TopicPartition) (int64, string) {
 	}
 	if b.metadata != nil {
 		if pm, ok := b.metadata.Partition(tp); ok {
+			if leo, src, ok := b.webPeerLogEnd(tp, pm.Leader); ok { // webview_remote.go
+				return leo, src
+			}
 			return -1, fmt.Sprintf("metadata only: not hosted here, leader is broker %d", pm.Leader)
 		}
 	}

@@ -89,6 +89,7 @@ type Controller struct {
 	epoch   atomic.Int32
 	session atomic.Int64                      // the ZooKeeper session of the current term
 	metrics atomic.Pointer[controllerMetrics] // metrics.go; nil until RegisterMetrics
+	events  *eventTracker                     // the event queue as the internals view shows it
 
 	mu struct {
 		sync.Mutex
@@ -106,7 +107,7 @@ func New(cfg Config, zk *zkmeta.Client) *Controller {
 
 func newController(cfg Config, zk electionStore, dial dialFunc) *Controller {
 	cfg.setDefaults()
-	return &Controller{cfg: cfg, zk: zk, dial: dial, log: cfg.Log}
+	return &Controller{cfg: cfg, zk: zk, dial: dial, log: cfg.Log, events: newEventTracker()}
 }
 
 // IsActive reports whether this broker is the active controller: a term is running and
@@ -174,6 +175,8 @@ func (c *Controller) lead(ctx context.Context, epoch, epochZkVersion int32, sess
 	channels := newChannelManager(c.cfg.BrokerID, c.cfg.InterBrokerListenerName, c.cfg.SocketTimeout, c.cfg.RetryBackoff, c.dial, c.log)
 	loop := newEventLoop(c.cfg, c.zk, channels, epoch, epochZkVersion, termCtx)
 	loop.metrics = c.metrics.Load()
+	loop.events = c.events
+	c.events.term(epoch)
 	c.epoch.Store(epoch)
 	c.session.Store(loop.session)
 	c.mu.Lock()
@@ -195,6 +198,7 @@ func (c *Controller) lead(ctx context.Context, epoch, epochZkVersion int32, sess
 	loop.stopTimers()
 	loop.watchWG.Wait()
 	channels.shutdown()
+	c.events.stopped()
 	close(loop.done)
 	if ctx.Err() == nil {
 		// Kafka's maybeResign: give up /controller if this session still holds it, so that a

@@ -79,6 +79,7 @@ type eventLoop struct {
 	rebalanceTimer *time.Timer        // next auto leader rebalance check; stopped when the term ends
 	done           chan struct{}      // closed when the term has ended (events still queued are dropped)
 	metrics        *controllerMetrics // nil when not registered (tests)
+	events         *eventTracker      // what the internals view shows (eventqueue_stats.go); nil in tests
 	// session is the ZooKeeper session this term was elected in. Once it is gone the term
 	// ends before the next event or write (Kafka blocks the new session until its Expire
 	// event resigned the controller): nothing is done on a later session.
@@ -152,6 +153,7 @@ func (l *eventLoop) run(ctx context.Context, sessionEvents <-chan zkmeta.Session
 	}
 	for {
 		evs, enqueued := l.queue.takeTimed()
+		l.events.took(evs, enqueued)
 		for i, ev := range evs {
 			// Session loss first: no event is processed once the session is gone, even if
 			// its notice is still queued behind the events (select picks at random).
@@ -167,7 +169,9 @@ func (l *eventLoop) run(ctx context.Context, sessionEvents <-chan zkmeta.Session
 				return err
 			}
 			start := l.metrics.dequeued(ev, enqueued[i])
+			l.events.begin(start)
 			err := l.process(ev)
+			l.events.end(err)
 			l.metrics.processed(ev, start, l.ctx)
 			if err != nil {
 				return err

@@ -65,6 +65,7 @@ listeners: PLAINTEXT://$host:$p
 log.dirs: $bdir/data
 zookeeper.connect: 127.0.0.1:$zk_port
 $http_line
+samsa.state.change.log.file: $bdir/state-change.log
 EOF
 	setsid ./bin/samsa broker --config "$bdir/server.yaml" </dev/null >>"$bdir/broker.log" 2>&1 &
 	broker_pids+=($!)

@@ -478,7 +478,8 @@ func (s *TransactionStateManager) loadTransactions(pe partitionAndEpoch, schedul
 	for _, c := range toComplete {
 		sendTxnMarkers(pe.epoch, c.commit, c.m, c.t)
 	}
-	log.WithFields(logrus.Fields{"transactional_ids": len(loaded), "resumed": len(toComplete),
+	// loaded is in the cache now, where requests add to it: count ids, taken under mu.
+	log.WithFields(logrus.Fields{"transactional_ids": len(ids), "resumed": len(toComplete),
 		"took": s.now().Sub(start).Round(time.Millisecond), "scheduler_delay": start.Sub(scheduled).Round(time.Millisecond)}).
 		Info("finished loading transaction metadata")
 }

@@ -92,6 +92,9 @@ type Config struct {
 	// HTTPListener is samsa.http.listener: host:port serving /metrics (Prometheus text
 	// format under the JMX exporter's Kafka names), "" = off.
 	HTTPListener string
+	// StateChangeLogFile is samsa.state.change.log.file: the file state-change entries are
+	// also written to (Kafka's state-change.log), "" = none.
+	StateChangeLogFile string
 
 	// Static is every key set in the file or by --override, normalized (source
 	// STATIC_BROKER_CONFIG in DescribeConfigs); a key absent here has its Kafka default.

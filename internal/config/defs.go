@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -397,7 +398,8 @@ var defs = []Def{
 	// samsa's own: host:port of an HTTP listener serving net/http/pprof; empty = off.
 	d("samsa.debug.listener", TypeString, "", hostPortOrEmpty),
 	d("samsa.http.listener", TypeString, "", hostPortOrEmpty),
-	null("samsa.zookeeper.digest", TypePassword), // samsa's own: user:password for ZooKeeper digest auth (zkmeta.DigestKey)
+	d("samsa.state.change.log.file", TypeString, "", filePathOrEmpty), // samsa's own: Kafka's state-change.log
+	null("samsa.zookeeper.digest", TypePassword),                      // samsa's own: user:password for ZooKeeper digest auth (zkmeta.DigestKey)
 }
 
 // hostPortOrEmpty accepts "" or a host:port (host may be empty: all interfaces).
@@ -407,6 +409,19 @@ func hostPortOrEmpty(v string) string {
 	}
 	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
 		return "should be host:port, e.g. 127.0.0.1:6060"
+	}
+	return ""
+}
+
+// filePathOrEmpty accepts "" or a path naming a file: not a directory by its spelling, no NUL.
+func filePathOrEmpty(v string) string {
+	switch {
+	case v == "":
+		return ""
+	case strings.ContainsRune(v, 0):
+		return "should be a file path; it contains a NUL character"
+	case strings.HasSuffix(v, "/") || filepath.Base(v) == "." || filepath.Base(v) == "..":
+		return "should be a file path, not a directory, e.g. /var/log/samsa/state-change.log"
 	}
 	return ""
 }

@@ -302,11 +302,12 @@ var brokerDocs = map[string]string{
 	"password.encoder.iterations":                         "Key derivation iterations for encrypting stored passwords.",
 
 	// samsa's own
-	"samsa.log.format":       "samsa: format of the broker's log, text or json.",
-	"samsa.log.level":        "samsa: level of the root logger at start-up; BROKER_LOGGER changes levels at runtime.",
-	"samsa.debug.listener":   "samsa: host:port of an HTTP listener serving Go's pprof profiles; empty turns it off.",
-	"samsa.http.listener":    "samsa: host:port of an HTTP listener serving /metrics in the Prometheus text format, under the names the Prometheus JMX exporter gives Kafka's MBeans; empty turns it off.",
-	"samsa.zookeeper.digest": "samsa: user:password the broker authenticates to ZooKeeper with (digest scheme).",
+	"samsa.log.format":            "samsa: format of the broker's log, text or json.",
+	"samsa.log.level":             "samsa: level of the root logger at start-up; BROKER_LOGGER changes levels at runtime.",
+	"samsa.debug.listener":        "samsa: host:port of an HTTP listener serving Go's pprof profiles; empty turns it off.",
+	"samsa.http.listener":         "samsa: host:port of an HTTP listener serving /metrics in the Prometheus text format, under the names the Prometheus JMX exporter gives Kafka's MBeans; empty turns it off.",
+	"samsa.state.change.log.file": "samsa: file the state-change log (the state.change.logger entries: partition and replica state transitions) is also written to, as Kafka's log4j.properties writes state-change.log; empty writes none.",
+	"samsa.zookeeper.digest":      "samsa: user:password the broker authenticates to ZooKeeper with (digest scheme).",
 }
 
 var topicDocs = map[string]string{

@@ -359,5 +359,6 @@ func (c *Config) fill(p, static map[string]string) []error {
 	c.LogLevel = p["samsa.log.level"]
 	c.DebugListener = p["samsa.debug.listener"]
 	c.HTTPListener = p["samsa.http.listener"]
+	c.StateChangeLogFile = p["samsa.state.change.log.file"]
 	return errs
 }
