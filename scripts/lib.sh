@@ -25,6 +25,7 @@ pkg_ok() {
 	case $1 in
 	zookeeper) [ -r "$ZK_JAR" ] && [ -r "$SLF4J_JAR" ] && command -v java >/dev/null 2>&1 ;;
 	kcat) command -v kcat >/dev/null 2>&1 ;;
+	chromium) command -v chromium >/dev/null 2>&1 ;; # integration/webview_browser_test.go
 	*) return 1 ;;
 	esac
 }
@@ -129,13 +130,19 @@ stop_all() {
 	# A second Ctrl-C while stopping kills everything at once.
 	trap 'kill -KILL "${broker_pids[@]}" $ZK_PID 2>/dev/null; exit 130' INT TERM HUP
 	if [ -n "${TAIL_PID:-}" ]; then kill "$TAIL_PID" 2>/dev/null || true; fi
+	# scripts/cluster.sh knows its brokers by pid file: one restarted from another terminal
+	# is not in broker_pids.
+	if declare -F cluster_live_pids >/dev/null; then
+		mapfile -t broker_pids < <(cluster_live_pids)
+	fi
 	if [ ${#broker_pids[@]} -gt 0 ]; then
-		log "stopping brokers (SIGTERM)"
-		kill -TERM "${broker_pids[@]}" 2>/dev/null || true
+		# One at a time: stopped together, the last ones find no controller to shut down
+		# through and retry for seconds (controlled.shutdown.retry.backoff.ms).
+		log "stopping brokers one at a time (SIGTERM: a controlled shutdown each)"
 		local i=0 pid
 		for pid in "${broker_pids[@]}"; do
 			i=$((i + 1))
-			wait_pid "$pid" "broker $i" 60
+			stop_pid "$pid" "broker $i" 60
 		done
 	fi
 	if [ -n "$ZK_PID" ]; then
