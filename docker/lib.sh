@@ -8,17 +8,19 @@ ddie() {
 	exit 1
 }
 
-# ensure_docker: installs Debian's docker.io when there is no docker, and starts a daemon
-# when none answers (recorded in DOCKERD_PID, which stop_started_dockerd stops).
+# ensure_docker: installs Debian's docker.io when there is no docker engine (a docker client
+# alone does not do), and starts a daemon when none answers (recorded in DOCKERD_PID, which
+# stop_started_dockerd stops).
 DOCKERD_PID=
 ensure_docker() {
-	if ! command -v docker >/dev/null 2>&1; then
+	docker info >/dev/null 2>&1 && return 0
+	if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
 		[ "$(id -u)" = 0 ] || ddie "docker is not installed: run as root to install Debian's docker.io"
 		dlog "installing Debian's docker.io"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io >&2 ||
+			{ apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io >&2; } ||
 			ddie "apt-get install docker.io failed"
 	fi
-	docker info >/dev/null 2>&1 && return 0
 	[ "$(id -u)" = 0 ] || ddie "no docker daemon answers and starting one needs root"
 	command -v dockerd >/dev/null 2>&1 || ddie "no dockerd (Debian's docker.io has it)"
 	dlog "no docker daemon answers: starting dockerd (log: /var/log/samsa-dockerd.log)"
