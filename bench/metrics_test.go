@@ -10,8 +10,10 @@ package main
 //     a scraper reading /metrics every second (15 times Prometheus's default interval) while
 //     the workload runs. kgo produce (acks=1, no compression, linger 0, 5 in flight) and a
 //     groupless consume of one partition, 100 B records; one op is one record. The "on" rows
-//     report on/off, their records/s over the "off" row's just before (goal: ≥ 0.97). The
-//     rows alternate for SAMSA_BENCH_METRICS_ROUNDS rounds (3); use -count 1.
+//     report on/off, their records/s over the "off" row's of the same round (goal: ≥ 0.97).
+//     The rows alternate for SAMSA_BENCH_METRICS_ROUNDS rounds (3), "on" first in every
+//     other round; use -count 1, and -benchtime 2000000x so that a row lasts over a second
+//     (several scrapes) rather than the one b.N the default benchtime settles on.
 //     The meters themselves are marked in both brokers (the registry always exists, only
 //     the listener is optional); set SAMSA_BENCH_METRICS_OFF_BIN to a samsa binary built
 //     without them (e.g. from the commit before issue 17) to measure their cost too.
@@ -162,11 +164,6 @@ func scrapeEvery(b *testing.B, addr string, interval time.Duration) (stop func()
 }
 
 // metRates keeps the last "off" rate of each op, for the "on" row's ratio.
-var metRates = struct {
-	sync.Mutex
-	off map[string]float64
-}{off: map[string]float64{}}
-
 func BenchmarkMetricsThroughput(b *testing.B) {
 	bins := map[string]string{"off": os.Getenv("SAMSA_BENCH_METRICS_OFF_BIN")}
 	brokers := startMetBrokers(b, []string{"off", "on"}, map[string]bool{"on": true}, bins)
@@ -176,34 +173,34 @@ func BenchmarkMetricsThroughput(b *testing.B) {
 		rounds = v
 	}
 	// Rounds alternate off and on (-count would run every "off" before any "on", leaving the
-	// later rows a fuller disk and page cache).
+	// later rows a fuller disk and page cache), and which of the two goes first, so neither
+	// always runs on the warmer machine.
 	ratios := map[string][]float64{} // op -> on/off of each round (the last b.N's)
 	for r := range rounds {
 		for _, op := range []string{"produce", "consume"} {
-			for _, mode := range []string{"off", "on"} {
+			modes := []string{"off", "on"}
+			if r%2 == 1 {
+				modes = []string{"on", "off"}
+			}
+			rates := map[string]float64{}
+			for _, mode := range modes {
 				mb := brokers[mode]
 				b.Run(op+"/"+mode, func(b *testing.B) {
 					if mb.http != "" {
 						defer scrapeEvery(b, mb.http, time.Second)()
 					}
-					var rate float64
 					if op == "produce" {
-						rate = metProduce(b, mb, 100)
+						rates[mode] = metProduce(b, mb, 100)
 					} else {
-						rate = metConsume(b, mb, topics, 100)
+						rates[mode] = metConsume(b, mb, topics, 100)
 					}
-					metRates.Lock()
-					defer metRates.Unlock()
-					if mode == "off" {
-						metRates.off[op] = rate
-					} else if off := metRates.off[op]; off > 0 {
-						b.ReportMetric(rate/off, "on/off")
-						for len(ratios[op]) <= r {
-							ratios[op] = append(ratios[op], 0)
-						}
-						ratios[op][r] = rate / off
+					if on, off := rates["on"], rates["off"]; on > 0 && off > 0 {
+						b.ReportMetric(on/off, "on/off")
 					}
 				})
+			}
+			if on, off := rates["on"], rates["off"]; on > 0 && off > 0 {
+				ratios[op] = append(ratios[op], on/off)
 			}
 		}
 	}
