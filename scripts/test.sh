@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: go vet, then go test on every package. Installs what the tests
-# need when missing (Debian packages zookeeper and kcat; as root or through sudo). Tests start
-# their own ZooKeeper and brokers on free ports; nothing needs to be running.
+# need when missing (Debian packages zookeeper, kcat and chromium; as root or through sudo).
+# Tests start their own ZooKeeper and brokers on free ports; nothing needs to be running.
 #
 #   scripts/test.sh                      # everything
 #   scripts/test.sh -run TestX ./integration/   # arguments replace ./... (go test flags, packages)
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_go
-ensure_packages zookeeper kcat
+ensure_packages zookeeper kcat chromium
 
 t0=$SECONDS
 log "go vet ./..."
