@@ -26,6 +26,7 @@ pkg_ok() {
 	zookeeper) [ -r "$ZK_JAR" ] && [ -r "$SLF4J_JAR" ] && command -v java >/dev/null 2>&1 ;;
 	kcat) command -v kcat >/dev/null 2>&1 ;;
 	chromium) command -v chromium >/dev/null 2>&1 ;; # integration/webview_browser_test.go
+	openssl) command -v openssl >/dev/null 2>&1 ;; # scripts/gen-certs.sh (docs/study/10-security.md)
 	*) return 1 ;;
 	esac
 }

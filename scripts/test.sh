@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: go vet, then go test on every package. Installs what the tests
-# need when missing (Debian packages zookeeper, kcat and chromium; as root or through sudo).
+# need when missing (Debian packages zookeeper, kcat, chromium and openssl; as root or through
+# sudo).
 # Tests start their own ZooKeeper and brokers on free ports; nothing needs to be running.
 #
 #   scripts/test.sh                      # everything
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_go
-ensure_packages zookeeper kcat chromium
+ensure_packages zookeeper kcat chromium openssl
 
 t0=$SECONDS
 log "go vet ./..."
