@@ -2,7 +2,8 @@ package broker
 
 // webview_groups.go — the internals view's group, follow-a-record and ZooKeeper pages.
 // Groups come from this broker's GroupCoordinator cache (kafka.coordinator.group
-// GroupMetadata, GroupMetadataManager, loaded from __consumer_offsets); "follow a record"
+// GroupMetadata, GroupMetadataManager, loaded from __consumer_offsets) and, for the list and
+// "follow a record", from the other coordinators' (webview_groups_remote.go); "follow a record"
 // repeats LogSegment.translateOffset step by step from the files on disk; /zk reads znodes
 // through KafkaZkClient's session. Everything is read-only.
 
@@ -50,25 +51,30 @@ func (b *Broker) webGroupCoordinator() *group.Coordinator {
 
 // ---- /groups ----
 
-const groupsSource = "kafka.coordinator.group.GroupMetadataManager (groups cached from __consumer_offsets partitions this broker leads)"
+const groupsSource = "kafka.coordinator.group.GroupMetadataManager on every broker (each caches the groups of the __consumer_offsets partitions it leads)"
 
 type webGroupRow struct {
 	GroupID      string `json:"group_id"`
 	State        string `json:"state"`
 	ProtocolType string `json:"protocol_type"`
+	Coordinator  int32  `json:"coordinator"`
+	Page         string `json:"page,omitempty"` // the group's page on its coordinator, when not this broker
 }
 
 var groupsTmpl = template.Must(template.New("groups").Parse(`
 {{if .Note}}<p>{{.Note}}</p>{{end}}
-<table><tr><th>group</th><th>state</th><th>protocol type</th></tr>
-{{range .Groups}}<tr><td><a href="/group?id={{.GroupID}}">{{.GroupID}}</a></td><td>{{.State}}</td><td>{{.ProtocolType}}</td></tr>
-{{else}}<tr><td colspan="3">no groups coordinated by this broker</td></tr>{{end}}
-</table>`))
+<table><tr><th>group</th><th>state</th><th>protocol type</th><th>coordinator</th></tr>
+{{range .Groups}}<tr><td><a href="{{if .Page}}{{.Page}}{{else}}/group?id={{.GroupID}}{{end}}">{{.GroupID}}</a></td><td>{{.State}}</td><td>{{.ProtocolType}}</td><td>broker {{.Coordinator}}</td></tr>
+{{else}}<tr><td colspan="4">no groups</td></tr>{{end}}
+</table>
+{{range .PeerNotes}}<p>{{.}}</p>{{end}}`))
 
 func (b *Broker) webGroups(w http.ResponseWriter, r *http.Request) {
 	data := struct {
-		Groups []webGroupRow `json:"groups"`
-		Note   string        `json:"note,omitempty"`
+		Groups    []webGroupRow  `json:"groups"`
+		Note      string         `json:"note,omitempty"`
+		PeerNotes []string       `json:"peer_notes,omitempty"`
+		Committed []webCommitted `json:"committed,omitempty"` // for peers (scope=local) only
 	}{Groups: []webGroupRow{}}
 	if c := b.webGroupCoordinator(); c == nil {
 		data.Note = "the group coordinator has not started on this broker (no group request or __consumer_offsets leadership yet)"
@@ -76,8 +82,13 @@ func (b *Broker) webGroups(w http.ResponseWriter, r *http.Request) {
 		data.Note = "ListGroups: " + kerr.Message
 	} else {
 		for _, g := range gs {
-			data.Groups = append(data.Groups, webGroupRow{g.GroupID, g.State, g.ProtocolType})
+			data.Groups = append(data.Groups, webGroupRow{GroupID: g.GroupID, State: g.State, ProtocolType: g.ProtocolType, Coordinator: b.brokerID})
 		}
+	}
+	if webLocalOnly(r) { // a peer asks: this coordinator's groups and offsets only (webview_groups_remote.go)
+		data.Committed = b.webLocalCommitted()
+	} else {
+		data.Groups, data.PeerNotes = b.addPeerGroups(data.Groups)
 	}
 	sort.Slice(data.Groups, func(i, j int) bool { return data.Groups[i].GroupID < data.Groups[j].GroupID })
 	webRender(w, r, "consumer groups", groupsSource, groupsTmpl, data)
@@ -264,6 +275,7 @@ type webFollow struct {
 	LogEndOffset   int64           `json:"log_end_offset"`
 	BelowHW        bool            `json:"below_high_watermark"`
 	GroupsPast     []webGroupPast  `json:"groups_committed_past"`
+	GroupsNotes    []string        `json:"groups_notes,omitempty"` // coordinators that did not answer
 }
 
 type webScanStep struct {
@@ -274,8 +286,10 @@ type webScanStep struct {
 }
 
 type webGroupPast struct {
-	GroupID   string `json:"group_id"`
-	Committed int64  `json:"committed_offset"`
+	GroupID     string `json:"group_id"`
+	Committed   int64  `json:"committed_offset"`
+	Coordinator int32  `json:"coordinator"`
+	Page        string `json:"page,omitempty"` // the group's page on its coordinator, when not this broker
 }
 
 var followTmpl = template.Must(template.New("follow").Parse(`
@@ -302,7 +316,8 @@ var followTmpl = template.Must(template.New("follow").Parse(`
 <p>log start {{.LogStartOffset}} · high watermark {{.HighWatermark}} · log end {{.LogEndOffset}} ·
  offset {{.Offset}} is {{if .BelowHW}}<b>below the high watermark</b> (committed: consumers can read it){{else}}<b>not below the high watermark</b> (not yet replicated to the whole ISR){{end}}</p>
 <h2>groups committed past it <span class="src">(GroupMetadata.offsets)</span></h2>
-<ul>{{range .GroupsPast}}<li><a href="/group?id={{.GroupID}}">{{.GroupID}}</a> at {{.Committed}}</li>{{else}}<li>none of the groups this broker coordinates</li>{{end}}</ul>`))
+<ul>{{range .GroupsPast}}<li><a href="{{if .Page}}{{.Page}}{{else}}/group?id={{.GroupID}}{{end}}">{{.GroupID}}</a> at {{.Committed}} (coordinator: broker {{.Coordinator}})</li>{{else}}<li>no group has committed past it</li>{{end}}</ul>
+{{range .GroupsNotes}}<p>{{.}}</p>{{end}}`))
 
 func (b *Broker) webFollow(w http.ResponseWriter, r *http.Request) {
 	topic, err := queryName(r, "topic")
@@ -379,11 +394,12 @@ func (b *Broker) webFollow(w http.ResponseWriter, r *http.Request) {
 			offs, _ := c.FetchOffsets(g.GroupID, []group.TopicPartition{{Topic: topic, Partition: int32(part)}}, false)
 			// A committed offset is the next record to consume, so > O means O was consumed.
 			if len(offs) == 1 && offs[0].Offset > off {
-				f.GroupsPast = append(f.GroupsPast, webGroupPast{g.GroupID, offs[0].Offset})
+				f.GroupsPast = append(f.GroupsPast, webGroupPast{GroupID: g.GroupID, Committed: offs[0].Offset, Coordinator: b.brokerID})
 			}
 		}
-		sort.Slice(f.GroupsPast, func(i, j int) bool { return f.GroupsPast[i].GroupID < f.GroupsPast[j].GroupID })
 	}
+	b.addPeerGroupsPast(&f) // the groups other brokers coordinate (webview_groups_remote.go)
+	sort.Slice(f.GroupsPast, func(i, j int) bool { return f.GroupsPast[i].GroupID < f.GroupsPast[j].GroupID })
 	webRender(w, r, fmt.Sprintf("follow %s-%d offset %d", topic, part, off), followSource, followTmpl, f)
 }
 

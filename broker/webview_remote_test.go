@@ -212,6 +212,34 @@ func TestWebViewWholeCluster(t *testing.T) {
 			gd.Offsets[0].LagSource == "leader 2's own page ("+addr2+")"
 	})
 
+	// Broker 2 coordinates none of it, yet its group list and its "follow a record" for
+	// wv2's offset 0 show the group, gathered from broker 1's coordinator
+	// (webview_groups_remote.go).
+	base2, page1 := "http://"+addr2, "http://"+b1.HTTPAddr()+"/group?id="+group
+	adminWaitFor(t, 10*time.Second, "broker 2's group list names the group at broker 1", func() bool {
+		var gl struct {
+			Groups []webGroupRow `json:"groups"`
+		}
+		webJSON(t, base2+"/groups?format=json", &gl)
+		for _, g := range gl.Groups {
+			if g.GroupID == group {
+				return g.Coordinator == 1 && g.Page == page1
+			}
+		}
+		return false
+	})
+	adminWaitFor(t, 10*time.Second, "broker 2's follow page names the group past offset 0", func() bool {
+		var f webFollow
+		webJSON(t, base2+"/follow?topic=wv2&partition=0&offset=0&format=json", &f)
+		return len(f.GroupsPast) == 1 && f.GroupsPast[0].GroupID == group && f.GroupsPast[0].Committed == 1 &&
+			f.GroupsPast[0].Coordinator == 1 && f.GroupsPast[0].Page == page1
+	})
+	var f1 webFollow // offset 1 is the committed offset itself: not consumed yet
+	webJSON(t, base2+"/follow?topic=wv2&partition=0&offset=1&format=json", &f1)
+	if len(f1.GroupsPast) != 0 {
+		t.Errorf("follow offset 1: groups past %+v, want none (committed 1 is the next record to read)", f1.GroupsPast)
+	}
+
 	// Broker 2's HTTP listener goes away while it stays registered: it is marked.
 	b2.stopMetrics()
 	adminWaitFor(t, 10*time.Second, "broker 2 marked as not answering", func() bool {
