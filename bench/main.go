@@ -67,7 +67,7 @@ type options struct {
 	// socket.receive.buffer.bytes and replica.socket.receive.buffer.bytes at -1 (the OS
 	// defaults, auto-tuned on Linux) beside samsa with Kafka's defaults.
 	osBuffers bool
-	prof          *profiler
+	prof      *profiler
 }
 
 func main() {
