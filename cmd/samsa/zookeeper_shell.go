@@ -383,8 +383,10 @@ func (sh *zkShell) connect(server string) error {
 		}
 		switch ev.State {
 		case zk.StateHasSession:
-			once.Do(func() { close(established) })
+			// Printed before the session counts as established, so the event always comes
+			// before what the shell prints next ("Welcome to ZooKeeper!").
 			sh.watchedEvent("SyncConnected", "None", "null")
+			once.Do(func() { close(established) })
 		case zk.StateDisconnected:
 			sh.watchedEvent("Disconnected", "None", "null")
 		case zk.StateExpired:
