@@ -27,16 +27,24 @@ func runBroker(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return reportUsage(fs, stderr, err)
 	}
 	cfg, warnings, err := config.Load(opts.configPath, opts.overrides)
-	if err != nil {
+	return startLoadedBroker("samsa broker", opts.configPath, cfg, warnings, err, stderr)
+}
+
+// startLoadedBroker runs a broker from a loaded configuration until SIGTERM or SIGINT: a
+// configuration error (loadErr) exits 1 with every problem and warning on stderr; otherwise
+// the warnings and the configuration are logged first, as KafkaConfig logs its values.
+// cmd names the command and source where the configuration came from, for the messages.
+func startLoadedBroker(cmd, source string, cfg *config.Config, warnings []string, loadErr error, stderr io.Writer) int {
+	if loadErr != nil {
 		for _, w := range warnings {
-			fmt.Fprintf(stderr, "samsa broker: warning: %s\n", w)
+			fmt.Fprintf(stderr, "%s: warning: %s\n", cmd, w)
 		}
-		fmt.Fprintf(stderr, "samsa broker: invalid configuration in %s:\n%v\n", opts.configPath, indent(err.Error()))
+		fmt.Fprintf(stderr, "%s: invalid configuration in %s:\n%v\n", cmd, source, indent(loadErr.Error()))
 		return 1
 	}
 	root, err := newRootLogger(cfg, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "samsa broker: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return 1
 	}
 	log := logrus.NewEntry(root)

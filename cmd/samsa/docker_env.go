@@ -6,17 +6,12 @@ package main
 // Bitnami's KAFKA_CFG_ prefix is accepted too), optionally on top of a mounted config file.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/samsa-kafka/samsa/internal/config"
 )
@@ -232,24 +227,5 @@ func runDockerRun(args []string, _ io.Reader, _, stderr io.Writer) int {
 		return 1
 	}
 	cfg, warnings, err := ec.load()
-	if err != nil {
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "samsa docker-run: warning: %s\n", w)
-		}
-		fmt.Fprintf(stderr, "samsa docker-run: invalid configuration in the environment:\n%s\n", indent(err.Error()))
-		return 1
-	}
-	root, err := newRootLogger(cfg, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "samsa docker-run: %v\n", err)
-		return 1
-	}
-	log := logrus.NewEntry(root)
-	for _, w := range warnings {
-		log.WithField("component", "config").Warn(w)
-	}
-	logConfig(log.WithField("component", "config"), cfg)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	return serveBroker(ctx, cfg, log)
+	return startLoadedBroker("samsa docker-run", "the environment", cfg, warnings, err, stderr)
 }
