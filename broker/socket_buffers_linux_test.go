@@ -7,23 +7,14 @@ import (
 	"time"
 
 	"github.com/samsa-kafka/samsa/internal/config"
+	"github.com/samsa-kafka/samsa/internal/sockopt"
 )
 
 func sockBufs(t *testing.T, c syscall.Conn) (snd, rcv int) {
 	t.Helper()
-	rc, err := c.SyscallConn()
+	snd, rcv, err := sockopt.Buffers(c)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var e1, e2 error
-	if err := rc.Control(func(fd uintptr) {
-		snd, e1 = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
-		rcv, e2 = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if e1 != nil || e2 != nil {
-		t.Fatal(e1, e2)
 	}
 	return snd, rcv
 }

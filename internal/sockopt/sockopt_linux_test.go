@@ -7,23 +7,11 @@ import (
 	"testing"
 )
 
-// bufs reads a socket's SO_SNDBUF and SO_RCVBUF (Linux reports twice what was set: the
-// kernel keeps room for its own bookkeeping).
 func bufs(t *testing.T, c syscall.Conn) (snd, rcv int) {
 	t.Helper()
-	rc, err := c.SyscallConn()
+	snd, rcv, err := Buffers(c)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var e1, e2 error
-	if err := rc.Control(func(fd uintptr) {
-		snd, e1 = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
-		rcv, e2 = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if e1 != nil || e2 != nil {
-		t.Fatal(e1, e2)
 	}
 	return snd, rcv
 }
