@@ -44,6 +44,7 @@ func (b *Broker) startMetrics() error {
 func (b *Broker) stopMetrics() {
 	b.stopStateChangeLog() // statechange_log.go
 	if b.http != nil {
+		webRemotes.Delete(b.http.Addr()) // its gather cache (webview_remote.go)
 		b.http.Close()
 	}
 }

@@ -88,7 +88,8 @@ type webRemoteState struct {
 }
 
 // webRemotes holds each running broker's webRemoteState, by the broker's own HTTP address
-// (tests run several brokers in one process; the Broker struct has no room for it).
+// (tests run several brokers in one process; the Broker struct has no room for it); an entry
+// goes when its broker closes the listener (stopMetrics).
 var webRemotes sync.Map
 
 func (b *Broker) webRemote() *webRemoteState {
