@@ -2,10 +2,11 @@ package broker
 
 // alter_partition.go mirrors kafka.server.AlterPartitionManager: a partition leader's ISR
 // proposals go to the active controller (from the metadata cache, on the inter-broker
-// listener) as AlterPartition requests, one request in flight at a time. Request-level
-// failures (no controller known, connection errors, NOT_CONTROLLER, STALE_BROKER_EPOCH)
-// are retried with a short backoff while the proposal is still the partition's pending one;
-// the partition-level answer goes to Partition.handleAlterPartitionResult.
+// listener) as AlterPartition requests, one request in flight at a time, carrying every
+// proposal not yet sent (alter_partition_batch.go). Request-level failures (no controller
+// known, connection errors, NOT_CONTROLLER, STALE_BROKER_EPOCH) are retried with a short
+// backoff while the proposal is still the partition's pending one; the partition-level
+// answer goes to Partition.handleAlterPartitionResult.
 
 import (
 	"context"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-kafka/samsa/internal/kclient"
@@ -31,9 +31,10 @@ type alterPartitionManager struct {
 	rm  *ReplicaManager
 	log *logrus.Entry
 
-	mu  sync.Mutex
-	ctx context.Context // nil before start and after wait
-	wg  sync.WaitGroup
+	mu    sync.Mutex
+	ctx   context.Context // nil before start and after wait
+	wg    sync.WaitGroup
+	batch alterPartitionBatch // guarded by mu (alter_partition_batch.go)
 
 	connMu sync.Mutex // one request in flight; guards conn, connTo
 	conn   *kclient.Conn
@@ -64,65 +65,28 @@ func (a *alterPartitionManager) wait() {
 	a.connMu.Unlock()
 }
 
-// submit sends prop for p in the background until it is answered or superseded.
-func (a *alterPartitionManager) submit(p *Partition, prop *isrProposal) {
-	a.mu.Lock()
-	ctx := a.ctx
-	if ctx == nil || ctx.Err() != nil {
-		a.mu.Unlock()
-		return // not started (unit tests) or shutting down: the proposal stays pending
-	}
-	a.wg.Add(1)
-	a.mu.Unlock()
-	go func() {
-		defer a.wg.Done()
-		a.run(ctx, p, prop)
-	}()
-}
+// submit and the sender that batches the proposals are in alter_partition_batch.go.
 
-func (a *alterPartitionManager) run(ctx context.Context, p *Partition, prop *isrProposal) {
-	log := a.log.WithFields(logrus.Fields{"topic": prop.tp.Topic, "partition": prop.tp.Partition, "new_isr": prop.newISR})
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(alterPartitionRetryBackoff):
-			}
-		}
-		if !p.isPending(prop) {
-			return
-		}
-		resp, err := a.send(ctx, prop)
-		if err != nil {
-			if ctx.Err() == nil && attempt%20 == 0 {
-				log.WithError(err).Info("AlterPartition failed; retrying")
-			}
+// handleAlterPartitionResponse passes the partition's answer in resp to p; false if resp
+// does not have it.
+func handleAlterPartitionResponse(p *Partition, prop *isrProposal, resp *kmsg.AlterPartitionResponse) bool {
+	for _, t := range resp.Topics {
+		if t.Topic != prop.tp.Topic && t.TopidID != prop.topicID {
 			continue
 		}
-		if resp.ErrorCode != 0 {
-			if attempt%20 == 0 {
-				log.WithField("error", kerr.ErrorForCode(resp.ErrorCode)).Info("AlterPartition refused; retrying")
-			}
-			continue
-		}
-		for _, t := range resp.Topics {
-			if t.Topic != prop.tp.Topic && t.TopidID != prop.topicID {
-				continue
-			}
-			for _, rp := range t.Partitions {
-				if rp.Partition == prop.tp.Partition {
-					p.handleAlterPartitionResult(prop, alterPartitionResult{code: rp.ErrorCode, leaderEpoch: rp.LeaderEpoch,
-						partitionEpoch: rp.PartitionEpoch, isr: slices.Clone(rp.ISR)})
-					return
-				}
+		for _, rp := range t.Partitions {
+			if rp.Partition == prop.tp.Partition {
+				p.handleAlterPartitionResult(prop, alterPartitionResult{code: rp.ErrorCode, leaderEpoch: rp.LeaderEpoch,
+					partitionEpoch: rp.PartitionEpoch, isr: slices.Clone(rp.ISR)})
+				return true
 			}
 		}
-		log.Warn("AlterPartition response lacks the partition; retrying")
 	}
+	return false
 }
 
-func (a *alterPartitionManager) send(ctx context.Context, prop *isrProposal) (*kmsg.AlterPartitionResponse, error) {
+// send sends req to the active controller over the manager's connection (one in flight).
+func (a *alterPartitionManager) send(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
 	a.connMu.Lock()
 	defer a.connMu.Unlock()
 	md := a.rm.cfg.Metadata
@@ -151,23 +115,6 @@ func (a *alterPartitionManager) send(ctx context.Context, prop *isrProposal) (*k
 		}
 		a.conn, a.connTo = c, id
 	}
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.BrokerID, req.BrokerEpoch = a.rm.cfg.BrokerID, a.rm.brokerEpoch()
-	t := kmsg.NewAlterPartitionRequestTopic()
-	t.Topic, t.TopicID = prop.tp.Topic, prop.topicID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = prop.tp.Partition, prop.leaderEpoch, prop.partitionEpoch
-	rp.NewISR = slices.Clone(prop.newISR)
-	for _, id := range prop.newISR {
-		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-		e.BrokerID, e.BrokerEpoch = id, prop.brokerEpochs[id]
-		if id == a.rm.cfg.BrokerID {
-			e.BrokerEpoch = a.rm.brokerEpoch()
-		}
-		rp.NewEpochISR = append(rp.NewEpochISR, e)
-	}
-	t.Partitions = append(t.Partitions, rp)
-	req.Topics = append(req.Topics, t)
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	r, err := a.conn.Request(rctx, req)
@@ -177,4 +124,26 @@ func (a *alterPartitionManager) send(ctx context.Context, prop *isrProposal) (*k
 		return nil, err
 	}
 	return r.(*kmsg.AlterPartitionResponse), nil
+}
+
+// alterPartitionRequest is the AlterPartition request for one proposal.
+func (rm *ReplicaManager) alterPartitionRequest(prop *isrProposal) *kmsg.AlterPartitionRequest {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.BrokerID, req.BrokerEpoch = rm.cfg.BrokerID, rm.brokerEpoch()
+	t := kmsg.NewAlterPartitionRequestTopic()
+	t.Topic, t.TopicID = prop.tp.Topic, prop.topicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = prop.tp.Partition, prop.leaderEpoch, prop.partitionEpoch
+	rp.NewISR = slices.Clone(prop.newISR)
+	for _, id := range prop.newISR {
+		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		e.BrokerID, e.BrokerEpoch = id, prop.brokerEpochs[id]
+		if id == rm.cfg.BrokerID {
+			e.BrokerEpoch = rm.brokerEpoch()
+		}
+		rp.NewEpochISR = append(rp.NewEpochISR, e)
+	}
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	return req
 }

@@ -20,6 +20,10 @@ package broker
 // at Info once, then at Debug). A partition not caught up that the follower replication
 // throttle names sits out of the fetches while that quota is exceeded (replication_quota.go).
 //
+// The per-partition processing of answers is in fetcher_partition.go; the deterministic
+// simulation drives the same request building and processing without the goroutines
+// (sim.go, through ReplicaFetcherManager.simRequest).
+//
 // Concurrency: a fetcher's mu (Kafka's partitionMapLock) is held while it processes a
 // response (truncation, append), so once RemoveFetcherForPartitions returns no fetcher
 // touches those logs any more. Fetcher goroutines are owned by the manager, started with
@@ -27,7 +31,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -125,12 +128,25 @@ type ReplicaFetcherManager struct {
 	ctx      context.Context // nil until Start
 	fetchers map[fetcherKey]*replicaFetcher
 	wg       sync.WaitGroup
+
+	nowFn func() time.Time // ReplicaManagerConfig.Now: backoffs and delays (nil: time.Now)
+	// simRequest is set only by the simulation (sim.go): fetchers then run no goroutine and
+	// connect nowhere; the simulation drives their rounds, and the few requests a fetcher
+	// makes synchronously (ListOffsets when out of range) go through this function.
+	simRequest func(source int32, req kmsg.Request) (kmsg.Response, error)
 }
 
 func newReplicaFetcherManager(rm *ReplicaManager, cfg FetcherConfig, log *logrus.Entry) *ReplicaFetcherManager {
 	cfg.defaults()
 	return &ReplicaFetcherManager{rm: rm, cfg: cfg, log: log.WithField("component", "replica.fetcher"),
-		fetchers: map[fetcherKey]*replicaFetcher{}}
+		fetchers: map[fetcherKey]*replicaFetcher{}, nowFn: rm.cfg.Now}
+}
+
+func (m *ReplicaFetcherManager) now() time.Time {
+	if m.nowFn == nil {
+		return time.Now()
+	}
+	return m.nowFn()
 }
 
 // start lets the manager run fetchers until ctx ends.
@@ -169,11 +185,15 @@ func (m *ReplicaFetcherManager) addFetcher(p *Partition, leader, leaderEpoch int
 	if !ok {
 		f = newReplicaFetcher(m, key)
 		m.fetchers[key] = f
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			f.run()
-		}()
+		if m.simRequest != nil {
+			close(f.done) // driven by the simulation, never run
+		} else {
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				f.run()
+			}()
+		}
 	}
 	st := &fetchState{p: p, topicID: p.topicIDSnapshot(), fetchOffset: l.LogEndOffset(), currentLeaderEpoch: leaderEpoch, lastFetchedEpoch: -1}
 	if e, ok := l.LatestEpoch(); ok {
@@ -290,29 +310,7 @@ func (f *replicaFetcher) run() {
 // doWork is one round (AbstractFetcherThread.doWork: maybeTruncate, then maybeFetch). It
 // returns how long to wait before the next round (0: go on at once).
 func (f *replicaFetcher) doWork() time.Duration {
-	now := time.Now()
-	f.mu.Lock()
-	var truncating, fetching []*fetchState
-	var tps []logstore.TopicPartition
-	nextDelay := time.Duration(-1)
-	throttled := false
-	for tp, st := range f.partitions {
-		if now.Before(st.delayUntil) {
-			if d := st.delayUntil.Sub(now); nextDelay < 0 || d < nextDelay {
-				nextDelay = d
-			}
-			continue
-		}
-		if st.truncating {
-			truncating = append(truncating, st)
-		} else if f.shouldFollowerThrottle(st) {
-			throttled = true
-		} else {
-			fetching = append(fetching, st)
-			tps = append(tps, tp)
-		}
-	}
-	f.mu.Unlock()
+	truncating, fetching, nextDelay, throttled := f.ready(f.m.now())
 	// A session still holding partitions that are no longer ready must forget them.
 	sessionOpen := len(f.session.session) > 0
 	if len(truncating) == 0 && len(fetching) == 0 && !sessionOpen {
@@ -339,6 +337,31 @@ func (f *replicaFetcher) doWork() time.Duration {
 	return 0
 }
 
+// ready splits the partitions not delayed at now into those to truncate and those to
+// fetch. nextDelay is how long until the first delayed one is ready (-1: none is delayed);
+// throttled says some sat out for the follower replication quota.
+func (f *replicaFetcher) ready(now time.Time) (truncating, fetching []*fetchState, nextDelay time.Duration, throttled bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	nextDelay = -1
+	for _, st := range f.partitions {
+		if now.Before(st.delayUntil) {
+			if d := st.delayUntil.Sub(now); nextDelay < 0 || d < nextDelay {
+				nextDelay = d
+			}
+			continue
+		}
+		if st.truncating {
+			truncating = append(truncating, st)
+		} else if f.shouldFollowerThrottle(st) {
+			throttled = true
+		} else {
+			fetching = append(fetching, st)
+		}
+	}
+	return truncating, fetching, nextDelay, throttled
+}
+
 func (f *replicaFetcher) ensureConn() error {
 	if f.conn != nil {
 		return nil
@@ -363,6 +386,9 @@ func (f *replicaFetcher) ensureConn() error {
 }
 
 func (f *replicaFetcher) request(req kmsg.Request, extra time.Duration) (kmsg.Response, error) {
+	if f.m.simRequest != nil {
+		return f.m.simRequest(f.key.source, req)
+	}
 	if err := f.ensureConn(); err != nil { // an earlier request of this round broke it
 		return nil, err
 	}
@@ -378,7 +404,7 @@ func (f *replicaFetcher) request(req kmsg.Request, extra time.Duration) (kmsg.Re
 
 // delayAll delays the given states (still current) by replica.fetch.backoff.ms.
 func (f *replicaFetcher) delayAll(sts []*fetchState) {
-	until := time.Now().Add(f.m.cfg.Backoff)
+	until := f.m.now().Add(f.m.cfg.Backoff)
 	f.mu.Lock()
 	for _, st := range sts {
 		if f.partitions[st.p.tp] == st {
@@ -388,41 +414,21 @@ func (f *replicaFetcher) delayAll(sts []*fetchState) {
 	f.mu.Unlock()
 }
 
-// current reports whether st is still the partition's fetch state. Caller holds f.mu.
-func (f *replicaFetcher) currentLocked(st *fetchState) bool { return f.partitions[st.p.tp] == st }
-
-// replaceLocked installs and returns the partition's next fetch state. Caller holds f.mu.
-func (f *replicaFetcher) replaceLocked(st *fetchState, fetchOffset int64, truncating bool) *fetchState {
-	next := &fetchState{p: st.p, topicID: st.topicID, fetchOffset: fetchOffset, currentLeaderEpoch: st.currentLeaderEpoch,
-		lastFetchedEpoch: -1, truncating: truncating, lastDivergence: st.lastDivergence}
-	if l := st.p.Log(); l != nil {
-		if e, ok := l.LatestEpoch(); ok {
-			next.lastFetchedEpoch = e
-		}
-	}
-	f.partitions[st.p.tp] = next
-	return next
-}
-
-// replaceAfterTruncationLocked installs the state following a truncation from the log's
-// new end. If the partition would then fetch exactly as before (same offset, same last
-// fetched epoch, same phase) the truncation made no progress: the partition waits
-// replica.fetch.backoff.ms instead of asking the leader again at once. Caller holds f.mu.
-func (f *replicaFetcher) replaceAfterTruncationLocked(st *fetchState, complete bool) *fetchState {
-	next := f.replaceLocked(st, st.p.Log().LogEndOffset(), !complete)
-	if next.fetchOffset == st.fetchOffset && next.lastFetchedEpoch == st.lastFetchedEpoch && next.truncating == st.truncating {
-		next.delayUntil = time.Now().Add(f.m.cfg.Backoff)
-	}
-	return next
-}
-
-func (f *replicaFetcher) fields(st *fetchState) logrus.Fields {
-	return logrus.Fields{"topic": st.p.tp.Topic, "partition": st.p.tp.Partition, "leader_epoch": st.currentLeaderEpoch}
-}
-
 // maybeTruncate: partitions with an epoch ask the leader OffsetsForLeaderEpoch and truncate
 // (KIP-101/279); those without truncate to their HW (truncateToHighWatermark).
 func (f *replicaFetcher) maybeTruncate(sts []*fetchState) {
+	req, asked := f.buildOffsetsForLeaderEpoch(sts)
+	if req == nil {
+		return
+	}
+	r, err := f.request(req, 0)
+	f.processOffsetsForLeaderEpoch(sts, asked, r, err)
+}
+
+// buildOffsetsForLeaderEpoch truncates the partitions whose log knows no epoch to their HW
+// and builds the OffsetsForLeaderEpoch request for the others (nil when none is left),
+// with the states it asks for.
+func (f *replicaFetcher) buildOffsetsForLeaderEpoch(sts []*fetchState) (*kmsg.OffsetForLeaderEpochRequest, map[logstore.TopicPartition]*fetchState) {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.ReplicaID = f.m.rm.cfg.BrokerID
 	byTopic := map[string]int{}
@@ -438,7 +444,7 @@ func (f *replicaFetcher) maybeTruncate(sts []*fetchState) {
 			if f.currentLocked(st) {
 				hw := l.HighWatermark()
 				if err := f.truncate(st, hw); err != nil {
-					st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
+					st.delayUntil = f.m.now().Add(f.m.cfg.Backoff)
 				} else {
 					f.replaceLocked(st, l.LogEndOffset(), false)
 				}
@@ -460,9 +466,14 @@ func (f *replicaFetcher) maybeTruncate(sts []*fetchState) {
 		asked[st.p.tp] = st
 	}
 	if len(asked) == 0 {
-		return
+		return nil, nil
 	}
-	r, err := f.request(req, 0)
+	return req, asked
+}
+
+// processOffsetsForLeaderEpoch truncates each partition still in the state it was asked in
+// by the leader's answer (r, or the request's error err).
+func (f *replicaFetcher) processOffsetsForLeaderEpoch(sts []*fetchState, asked map[logstore.TopicPartition]*fetchState, r kmsg.Response, err error) {
 	if err != nil {
 		f.log.WithError(err).Info("OffsetsForLeaderEpoch failed; backing off")
 		f.delayAll(sts)
@@ -481,73 +492,9 @@ func (f *replicaFetcher) maybeTruncate(sts []*fetchState) {
 				f.handlePartitionErrorLocked(st, rp.ErrorCode)
 				continue
 			}
-			off, complete := f.offsetTruncationState(st, rp.LeaderEpoch, rp.EndOffset)
-			if err := f.truncate(st, off); err != nil {
-				st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
-				continue
-			}
-			f.replaceAfterTruncationLocked(st, complete)
+			f.truncateByLeaderEpochLocked(st, rp.LeaderEpoch, rp.EndOffset)
 		}
 	}
-}
-
-// offsetTruncationState is AbstractFetcherThread.getOffsetTruncationState: where to
-// truncate given the leader's (epoch, end offset) for our last epoch, and whether that
-// completes truncation (false: we did not know the leader's epoch; truncate to the end of
-// our largest smaller epoch and ask again).
-func (f *replicaFetcher) offsetTruncationState(st *fetchState, leaderEpoch int32, leaderEndOffset int64) (int64, bool) {
-	l := st.p.Log()
-	leo := l.LogEndOffset()
-	if leaderEndOffset < 0 {
-		// The leader knows nothing of our epoch: truncate to the HW (the initial offset).
-		return min(l.HighWatermark(), leo), true
-	}
-	if leaderEpoch < 0 {
-		return min(leaderEndOffset, leo), true
-	}
-	followerEpoch, followerEnd := l.EndOffsetForEpoch(leaderEpoch)
-	if followerEnd < 0 {
-		return min(leaderEndOffset, leo), true
-	}
-	if followerEpoch != leaderEpoch {
-		return min(followerEnd, leo), false
-	}
-	return min(followerEnd, leaderEndOffset, leo), true
-}
-
-// truncate cuts the follower log at offset via the LogManager (cleaner checkpoint kept
-// right) and re-clamps its HW. Caller holds f.mu.
-func (f *replicaFetcher) truncate(st *fetchState, offset int64) error {
-	l := st.p.Log()
-	if l == nil {
-		return errors.New("no log")
-	}
-	if offset >= l.LogEndOffset() {
-		// No records to cut, but a trailing epoch entry at the log end must still go
-		// (logstore's TruncateTo does that), or the leader keeps reporting divergence.
-		return f.m.rm.truncateTo(st.p.tp, l, offset)
-	}
-	log := f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"log_end_offset": l.LogEndOffset(), "truncate_to": offset})
-	if err := f.m.rm.truncateTo(st.p.tp, l, offset); err != nil {
-		log.WithError(err).Error("truncation failed")
-		return err
-	}
-	l.UpdateHighWatermark(min(l.HighWatermark(), offset))
-	log.Info("truncated follower log")
-	return nil
-}
-
-// handlePartitionErrorLocked: FENCED_LEADER_EPOCH removes the partition until the next
-// LeaderAndIsr (onPartitionFenced); other errors delay it by the backoff.
-func (f *replicaFetcher) handlePartitionErrorLocked(st *fetchState, code int16) {
-	log := f.log.WithFields(f.fields(st)).WithField("error", kerr.ErrorForCode(code))
-	if code == kerr.FencedLeaderEpoch.Code {
-		log.Info("partition fenced by a newer leader epoch; waiting for LeaderAndIsr")
-		delete(f.partitions, st.p.tp)
-		return
-	}
-	log.Debug("fetch error; backing off")
-	st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
 }
 
 // fetch sends one Fetch for the given partitions and processes the response
@@ -555,7 +502,6 @@ func (f *replicaFetcher) handlePartitionErrorLocked(st *fetchState, code int16) 
 // (buildFetch): full, or incremental with only the partitions added or changed; an
 // incremental response leaves out the partitions with no news, which then have no data.
 func (f *replicaFetcher) fetch(sts []*fetchState) {
-	cfg := f.m.cfg
 	// Connect before building: a built request that is not sent would leave the session's
 	// view of what the leader knows wrong.
 	if err := f.ensureConn(); err != nil {
@@ -563,8 +509,26 @@ func (f *replicaFetcher) fetch(sts []*fetchState) {
 		f.delayAll(sts)
 		return
 	}
+	maxVersion := int16(-1)
+	if r, ok := f.conn.Versions(kmsg.Fetch.Int16()); ok {
+		maxVersion = r.Max
+	}
+	req, freq, sent := f.buildFetch(sts, maxVersion)
+	if req == nil {
+		return
+	}
+	r, err := f.request(freq, f.m.cfg.MaxWait)
+	f.requestRate.mark(f.m.now())
+	f.processFetch(sts, req, sent, r, err)
+}
+
+// buildFetch builds the session's next Fetch for sts at most at maxVersion (-1: any); nil
+// when there is nothing to send. freq is what to send (req, or req capped at v12 when a
+// topic has no id); sent maps each partition to the state it was fetched in.
+func (f *replicaFetcher) buildFetch(sts []*fetchState, maxVersion int16) (req *kmsg.FetchRequest, freq kmsg.Request, sent map[logstore.TopicPartition]*fetchState) {
+	cfg := f.m.cfg
 	b := f.session.newBuilder()
-	sent := map[logstore.TopicPartition]*fetchState{}
+	sent = map[logstore.TopicPartition]*fetchState{}
 	for _, st := range sts {
 		l := st.p.Log()
 		if l == nil {
@@ -576,27 +540,31 @@ func (f *replicaFetcher) fetch(sts []*fetchState) {
 	}
 	d := b.build()
 	if len(d.session) == 0 && len(d.toForget) == 0 {
-		return
+		return nil, nil, nil
 	}
-	req := kmsg.NewPtrFetchRequest()
+	req = kmsg.NewPtrFetchRequest()
 	req.ReplicaID = f.m.rm.cfg.BrokerID
 	req.ReplicaState.ID = f.m.rm.cfg.BrokerID
 	req.ReplicaState.Epoch = f.m.rm.brokerEpoch()
 	req.MaxWaitMillis = int32(cfg.MaxWait / time.Millisecond)
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.ResponseMaxBytes
-	var freq kmsg.Request = req
+	freq = req
 	version := req.MaxVersion()
-	if r, ok := f.conn.Versions(req.Key()); ok {
-		version = min(version, r.Max)
+	if maxVersion >= 0 {
+		version = min(version, maxVersion)
 	}
 	if !d.canUseTopicIDs {
 		freq = fetchByName{req} // a topic without id (created by an old tool): Fetch v12, by name
 		version = min(version, 12)
 	}
 	d.request(req, version)
-	r, err := f.request(freq, cfg.MaxWait)
-	f.requestRate.mark(time.Now())
+	return req, freq, sent
+}
+
+// processFetch handles the answer to req (r, or the request's error err): the session's
+// bookkeeping, then each partition still in the state it was fetched in.
+func (f *replicaFetcher) processFetch(sts []*fetchState, req *kmsg.FetchRequest, sent map[logstore.TopicPartition]*fetchState, r kmsg.Response, err error) {
 	if err != nil {
 		f.session.handleError(err)
 		if f.ctx.Err() == nil {
@@ -635,160 +603,6 @@ func (f *replicaFetcher) fetch(sts []*fetchState) {
 			f.processPartitionLocked(st, rp)
 		}
 	}
-}
-
-func (f *replicaFetcher) processPartitionLocked(st *fetchState, rp *kmsg.FetchResponseTopicPartition) {
-	l := st.p.Log()
-	if l == nil {
-		delete(f.partitions, st.p.tp)
-		return
-	}
-	switch rp.ErrorCode {
-	case 0:
-	case kerr.OffsetOutOfRange.Code:
-		f.handleOutOfRangeLocked(st)
-		return
-	default:
-		f.handlePartitionErrorLocked(st, rp.ErrorCode)
-		return
-	}
-	if rp.DivergingEpoch.EndOffset >= 0 {
-		// truncateOnFetchResponse
-		off, complete := f.offsetTruncationState(st, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
-		div := &divergence{epoch: rp.DivergingEpoch.Epoch, endOffset: rp.DivergingEpoch.EndOffset, truncateTo: off}
-		log := f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"diverging_epoch": div.epoch,
-			"diverging_end_offset": div.endOffset, "truncate_to": off, "log_end_offset": l.LogEndOffset()})
-		if st.lastDivergence != nil && *st.lastDivergence == *div {
-			log.Debug("leader reported a diverging epoch")
-		} else {
-			log.Info("leader reported a diverging epoch")
-		}
-		st.lastDivergence = div
-		if err := f.truncate(st, off); err != nil {
-			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
-			return
-		}
-		f.replaceAfterTruncationLocked(st, complete)
-		return
-	}
-	next := st.fetchOffset
-	if len(rp.RecordBatches) > 0 {
-		if leo := l.LogEndOffset(); leo != st.fetchOffset {
-			f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"fetch_offset": st.fetchOffset, "log_end_offset": leo}).
-				Warn("follower log end offset moved under the fetcher; re-truncating")
-			f.replaceLocked(st, leo, true)
-			return
-		}
-		info, err := st.p.appendRecordsToFollower(rp.RecordBatches)
-		if err != nil {
-			f.log.WithFields(f.fields(st)).WithError(err).Warn("follower append failed; backing off")
-			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
-			return
-		}
-		if info.LastOffset >= 0 {
-			next = info.LastOffset + 1
-		}
-		// ReplicaFetcherThread.processPartitionData: appended bytes of a throttled partition
-		// count against the follower replication quota.
-		if q := f.m.rm.replicationQuotas.Follower; q.IsThrottled(st.p.tp) {
-			q.Record(int64(len(rp.RecordBatches)))
-		}
-		f.m.rm.markReplicationBytesIn(len(rp.RecordBatches)) // BrokerTopicMetrics (metrics_api.go)
-	}
-	// Follower HW = min(leader HW, own LEO); then the log start offset follows the
-	// leader's (DeleteRecords, retention), as ReplicaFetcherThread.processPartitionData.
-	if hw := min(rp.HighWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
-		l.UpdateHighWatermark(hw)
-		st.p.notify() // consumers waiting on this follower (KIP-392) see the new HW
-	}
-	if rp.LogStartOffset > l.LogStartOffset() && rp.LogStartOffset <= l.HighWatermark() {
-		if err := l.MaybeIncrementLogStartOffset(rp.LogStartOffset); err != nil {
-			f.log.WithFields(f.fields(st)).WithError(err).Warn("cannot move the follower's log start offset")
-		}
-	}
-	lag := max(0, rp.HighWatermark-next)
-	if next != st.fetchOffset {
-		ns := f.replaceLocked(st, next, false)
-		ns.lastDivergence = nil // progress: a later divergence is news
-		ns.lag, ns.lagKnown = lag, true
-	} else if !st.lagKnown {
-		st.lag, st.lagKnown = lag, true
-	}
-}
-
-// shouldFollowerThrottle is ReplicaFetcherThread.shouldFollowerThrottle: a partition that
-// is not caught up, throttled on this broker, sits out while the follower quota is
-// exceeded. Caller holds f.mu.
-func (f *replicaFetcher) shouldFollowerThrottle(st *fetchState) bool {
-	q := f.m.rm.replicationQuotas.Follower
-	return !st.inSync() && q.IsThrottled(st.p.tp) && q.IsQuotaExceeded()
-}
-
-// handleOutOfRangeLocked is AbstractFetcherThread.fetchOffsetAndTruncate: if the leader's
-// LEO is below ours truncate to it; else start at max(leader log start, our LEO),
-// truncating fully if the leader's log starts past our end.
-func (f *replicaFetcher) handleOutOfRangeLocked(st *fetchState) {
-	l := st.p.Log()
-	leaderEnd, err := f.listOffset(st, -1)
-	if err != nil {
-		f.log.WithFields(f.fields(st)).WithError(err).Info("cannot get the leader's log end offset; backing off")
-		st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
-		return
-	}
-	leo := l.LogEndOffset()
-	if leaderEnd < leo {
-		if err := f.truncate(st, leaderEnd); err != nil {
-			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
-			return
-		}
-		f.replaceLocked(st, l.LogEndOffset(), false)
-		return
-	}
-	leaderStart, err := f.listOffset(st, -2)
-	if err != nil {
-		f.log.WithFields(f.fields(st)).WithError(err).Info("cannot get the leader's log start offset; backing off")
-		st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
-		return
-	}
-	if leaderStart > leo {
-		log := f.log.WithFields(f.fields(st)).WithFields(logrus.Fields{"log_end_offset": leo, "leader_log_start_offset": leaderStart})
-		if err := f.m.rm.truncateFullyAndStartAt(st.p.tp, l, leaderStart); err != nil {
-			log.WithError(err).Error("full truncation failed")
-			st.delayUntil = time.Now().Add(f.m.cfg.Backoff)
-			return
-		}
-		log.Info("truncated follower log fully to start at the leader's log start offset")
-	}
-	f.replaceLocked(st, max(leaderStart, l.LogEndOffset()), false)
-}
-
-// listOffset asks the leader (as a replica) for its latest (-1) or earliest (-2) offset.
-func (f *replicaFetcher) listOffset(st *fetchState, ts int64) (int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.m.rm.cfg.BrokerID
-	t := kmsg.NewListOffsetsRequestTopic()
-	t.Topic = st.p.tp.Topic
-	p := kmsg.NewListOffsetsRequestTopicPartition()
-	p.Partition, p.CurrentLeaderEpoch, p.Timestamp = st.p.tp.Partition, st.currentLeaderEpoch, ts
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	r, err := f.request(req, 0)
-	if err != nil {
-		return -1, err
-	}
-	resp := r.(*kmsg.ListOffsetsResponse)
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if rp.Partition != st.p.tp.Partition {
-				continue
-			}
-			if rp.ErrorCode != 0 {
-				return -1, kerr.ErrorForCode(rp.ErrorCode)
-			}
-			return rp.Offset, nil
-		}
-	}
-	return -1, errors.New("partition missing from ListOffsets response")
 }
 
 // fetchByName caps Fetch at v12, the last version naming topics, as Kafka's fetcher does

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/samsa-kafka/samsa/internal/mutation"
 	"github.com/samsa-kafka/samsa/logstore"
 )
 
@@ -321,7 +322,11 @@ func (p *Partition) maybeIncrementLeaderHW() bool {
 	leaderLEO := l.LogEndOffset()
 	newHW := leaderLEO
 	now := p.now()
+	ignoreISR := mutation.HWIgnoresISR.Load() // the deliberate bug (off in production): HW := leader LEO
 	for id, rs := range p.mu.remotes {
+		if ignoreISR {
+			break
+		}
 		wait := slices.Contains(p.mu.maximalISR, id) ||
 			(rs.isCaughtUp(leaderLEO, now, p.lagMax) && p.isReplicaISREligibleLocked(id))
 		if wait && rs.logEndOffset < newHW {

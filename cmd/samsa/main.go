@@ -25,6 +25,7 @@
 //	samsa verifiable-producer ...                            kafka-verifiable-producer.sh
 //	samsa verifiable-consumer ...                            kafka-verifiable-consumer.sh
 //	samsa e2e-latency ...                                    kafka-e2e-latency.sh
+//	samsa chaos ...                                          (samsa's own) a checked workload under faults
 //
 // Each subcommand lives in its own file (the later ones register themselves in an init
 // function) and takes Kafka's flags (single or double dash,
